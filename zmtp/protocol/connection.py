@@ -1,0 +1,304 @@
+"""The ZMTP connection state machine: bytes in, events out; messages in, bytes out.
+
+One :class:`Connection` per transport connection. It runs the greeting, the mechanism
+handshake, the socket-type check, heartbeats (PING/PONG, TTL, timeout) and framing. It performs
+no I/O and never reads a clock: the driver passes ``now`` (any monotonic float, seconds) and
+asks :meth:`next_deadline` when to call :meth:`handle_timers`. That makes every rule testable with
+plain byte strings.
+
+Driver contract::
+
+    conn = Connection(socket_type="PUSH", now=t)
+    write(conn.data_to_send())              # our greeting
+    events = conn.receive_data(chunk, now)  # repeat for every read
+    write(conn.data_to_send())              # greeting reply, READY, PONGs...
+    write(conn.encode_messages(batch))      # after HandshakeComplete
+    at conn.next_deadline(): events = conn.handle_timers(now); write(conn.data_to_send())
+
+After a :class:`ConnectionFailed` event the connection is dead: flush ``data_to_send()`` (it
+may hold an ERROR for the peer) and close the transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import Enum
+
+from . import commands
+from .errors import MessageTooLarge, ProtocolError
+from .events import (
+    CommandReceived,
+    ConnectionFailed,
+    Event,
+    HandshakeComplete,
+    MessagesReceived,
+)
+from .frames import COMMAND, MORE, Command, FrameDecoder, encode_command, parse_command
+from .greeting import GREETING_SIZE, check_greeting_prefix, encode_greeting, parse_greeting
+from .mechanism import Mechanism, NullMechanism, PeerRejected
+from .properties import encode_properties
+from .sockettypes import compatible
+
+
+class State(Enum):
+    GREETING = "greeting"
+    HANDSHAKE = "handshake"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+#: The socket types that send their Identity in READY (libzmq ``add_basic_properties``).
+_SENDS_IDENTITY = frozenset({"REQ", "DEALER", "ROUTER"})
+
+
+class Connection:
+    """Sans-IO ZMTP 3.1 connection.
+
+    Parameters mirror libzmq's options: ``handshake_timeout`` (``ZMQ_HANDSHAKE_IVL``, seconds,
+    None/0 = none), ``heartbeat_ivl`` (send a PING this often once the handshake is done; 0 =
+    off), ``heartbeat_ttl`` (the TTL we ask the peer to apply, sent in our PINGs),
+    ``heartbeat_timeout`` (close if nothing arrives this long after a PING; None = same as
+    ``heartbeat_ivl``), ``max_message_size`` (-1 = unlimited; checked per frame).
+    ``extra_properties`` are added to our READY metadata (the extension point for e.g. QoS).
+    """
+
+    def __init__(
+        self,
+        socket_type: str,
+        *,
+        mechanism: Mechanism | None = None,
+        identity: bytes = b"",
+        extra_properties: Mapping[str, bytes] | None = None,
+        max_message_size: int = -1,
+        handshake_timeout: float | None = 30.0,
+        heartbeat_ivl: float = 0.0,
+        heartbeat_ttl: float = 0.0,
+        heartbeat_timeout: float | None = None,
+        now: float = 0.0,
+    ) -> None:
+        self.socket_type = str(socket_type)
+        props: dict[str, bytes] = {"Socket-Type": self.socket_type.encode("ascii")}
+        if self.socket_type in _SENDS_IDENTITY:
+            props["Identity"] = identity
+        if extra_properties:
+            for name, value in extra_properties.items():
+                if name.lower() in ("socket-type", "identity"):
+                    raise ValueError(f"extension may not override the {name} property")
+                props[name] = value
+        metadata = encode_properties(props)
+        self.mechanism: Mechanism = mechanism or NullMechanism(metadata, as_server=False)
+        if mechanism is not None:
+            mechanism.local_metadata = metadata
+        self.state = State.GREETING
+        self.peer: HandshakeComplete | None = None
+        self.zmtp_minor = 1
+        self._decoder = FrameDecoder(max_message_size)
+        self._greeting_buf = b""
+        self._out: list[bytes] = [encode_greeting(self.mechanism.name, self.mechanism.as_server)]
+        self._ready_sent = False
+        # Timers, as absolute times on the driver's clock (None = not armed).
+        self._handshake_deadline = now + handshake_timeout if handshake_timeout else None
+        self._hb_ivl = heartbeat_ivl
+        self._hb_timeout = heartbeat_ivl if heartbeat_timeout is None else heartbeat_timeout
+        self._hb_ttl_ds = min(int(heartbeat_ttl * 10), commands.MAX_TTL_DECISECONDS)
+        self._next_ping: float | None = None
+        self._ping_timeout: float | None = None
+        self._ttl_deadline: float | None = None
+
+    # ------------------------------------------------------------------ output
+
+    def data_to_send(self) -> bytes:
+        """Everything the connection wants written (greeting, handshake, PING/PONG, ERROR)."""
+        if not self._out:
+            return b""
+        data = b"".join(self._out)
+        self._out.clear()
+        return data
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self._out)
+
+    def encode_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
+        """Wire bytes for a batch of messages (only valid once the handshake is complete)."""
+        return self.mechanism.encode_messages(messages)
+
+    def send_command(self, name: bytes, data: bytes = b"") -> None:
+        """Queue a post-handshake command (SUBSCRIBE, JOIN, an extension's own...)."""
+        if self.state is not State.READY:
+            raise ProtocolError("commands can only be sent once the handshake is complete")
+        self._out.append(self.mechanism.encode_command(encode_command(name, data)))
+
+    # ------------------------------------------------------------------ input
+
+    def receive_data(self, data: bytes, now: float = 0.0) -> list[Event]:
+        """Feed bytes read from the transport; returns the resulting events in order."""
+        state = self.state
+        if state is State.READY:
+            if self._ping_timeout is not None or self._ttl_deadline is not None:
+                self._ping_timeout = self._ttl_deadline = None  # any traffic is a sign of life
+            try:
+                items = self._decoder.feed(data)
+            except ProtocolError as exc:
+                return self._fail(exc.reason, "protocol", [])
+            if not items:
+                return []
+            return self._dispatch(items, now)
+        if state is State.CLOSED:
+            return []
+        events: list[Event] = []
+        try:
+            if state is State.GREETING:
+                data = self._receive_greeting(data)
+                if self.state is State.GREETING:
+                    return events
+            self._handshake(data, now, events)
+        except PeerRejected as exc:
+            return self._fail(exc.reason, "peer-error", events)
+        except ProtocolError as exc:
+            return self._fail(exc.reason, "protocol", events)
+        return events
+
+    def _receive_greeting(self, data: bytes) -> bytes:
+        buf = self._greeting_buf + data
+        check_greeting_prefix(buf[:11])
+        if len(buf) < GREETING_SIZE:
+            self._greeting_buf = buf
+            return b""
+        greeting = parse_greeting(buf[:GREETING_SIZE], self.mechanism.name)
+        self._greeting_buf = b""
+        self.zmtp_minor = greeting.minor
+        self.state = State.HANDSHAKE
+        self._out.extend(self.mechanism.start())
+        return buf[GREETING_SIZE:]
+
+    def _handshake(self, data: bytes, now: float, events: list[Event]) -> None:
+        decoder = self._decoder
+        while self.state is State.HANDSHAKE:
+            frame = decoder.next_frame(data)
+            data = b""
+            if frame is None:
+                return
+            flags, body = frame
+            if not flags & COMMAND:
+                raise ProtocolError("message frame received before the handshake completed")
+            if flags & MORE:
+                raise ProtocolError("command frame with the MORE flag set")
+            command = parse_command(body)
+            self._out.extend(self.mechanism.handle_command(command))
+            if self.mechanism.complete:
+                self._complete_handshake(now, events)
+        # Data pipelined behind the handshake in the same read (libzmq sends READY then data).
+        if self.state is State.READY and decoder.buffered:
+            items = decoder.feed(b"")
+            if items:
+                events.extend(self._dispatch(items, now))
+
+    def _complete_handshake(self, now: float, events: list[Event]) -> None:
+        mech = self.mechanism
+        props = mech.peer_properties
+        assert props is not None
+        peer_type = props.text("Socket-Type")
+        if not peer_type:
+            raise ProtocolError("peer did not announce its Socket-Type")
+        if not compatible(self.socket_type, peer_type):
+            # RFC 37 asks for an ERROR before closing; libzmq just closes. ERROR is harmless.
+            self._out.append(commands.error("Invalid socket type"))
+            raise ProtocolError(
+                f"incompatible socket types: {self.socket_type} cannot talk to {peer_type}"
+            )
+        self.state = State.READY
+        self._decoder.transform = mech.decode_transform
+        self._handshake_deadline = None
+        if self._hb_ivl > 0:
+            self._next_ping = now + self._hb_ivl
+        self.peer = HandshakeComplete(
+            socket_type=peer_type,
+            identity=props.get("Identity", b""),
+            properties=props,
+            zmtp_minor=self.zmtp_minor,
+            mechanism=mech.name.decode(),
+            user_id=mech.user_id,
+            curve_public_key=mech.peer_curve_key,
+        )
+        events.append(self.peer)
+
+    def _dispatch(self, items: list[list[bytes] | Command], now: float) -> list[Event]:
+        """Turn decoded items into events; PING/PONG are handled here and never surface."""
+        events: list[Event] = []
+        batch: list[list[bytes]] = []
+        for item in items:
+            if type(item) is list:
+                batch.append(item)
+                continue
+            assert isinstance(item, Command)
+            name = item.name
+            if name == commands.PING:
+                try:
+                    ttl, context = commands.parse_ping(item.data)
+                except ProtocolError as exc:
+                    if batch:
+                        events.append(MessagesReceived(batch))
+                    return self._fail(exc.reason, "protocol", events)
+                self._out.append(self.mechanism.encode_command(commands.pong(context)))
+                if ttl and self._ttl_deadline is None:
+                    self._ttl_deadline = now + ttl / 10.0
+            elif name == commands.PONG:
+                pass
+            else:
+                if batch:
+                    events.append(MessagesReceived(batch))
+                    batch = []
+                events.append(CommandReceived(name, item.data))
+        if batch:
+            events.append(MessagesReceived(batch))
+        return events
+
+    # ------------------------------------------------------------------ timers
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`handle_timers` must next be called (None = no timer armed)."""
+        best: float | None = None
+        for t in (
+            self._handshake_deadline,
+            self._next_ping,
+            self._ping_timeout,
+            self._ttl_deadline,
+        ):
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
+
+    def handle_timers(self, now: float) -> list[Event]:
+        """Fire every timer that is due: send PINGs, enforce handshake/heartbeat deadlines."""
+        if self.state is State.CLOSED:
+            return []
+        if self._handshake_deadline is not None and now >= self._handshake_deadline:
+            return self._fail("handshake timed out", "timeout", [])
+        if self._ttl_deadline is not None and now >= self._ttl_deadline:
+            return self._fail("heartbeat TTL expired: peer went silent", "timeout", [])
+        if self._ping_timeout is not None and now >= self._ping_timeout:
+            return self._fail("heartbeat timeout: no traffic after PING", "timeout", [])
+        if self._next_ping is not None and now >= self._next_ping:
+            self._out.append(self.mechanism.encode_command(commands.ping(self._hb_ttl_ds)))
+            self._next_ping = now + self._hb_ivl
+            if self._ping_timeout is None and self._hb_timeout > 0:
+                self._ping_timeout = now + self._hb_timeout
+        return []
+
+    # ------------------------------------------------------------------ failure
+
+    def fail(self, reason: str) -> list[Event]:
+        """Close on the driver's initiative (e.g. an extension rejected the peer)."""
+        return self._fail(reason, "protocol", [])
+
+    def _fail(self, reason: str, kind: str, events: list[Event]) -> list[Event]:
+        during = self.state is not State.READY
+        self.state = State.CLOSED
+        self._handshake_deadline = self._next_ping = self._ping_timeout = None
+        self._ttl_deadline = None
+        events.append(ConnectionFailed(reason, kind, during))
+        return events
+
+
+__all__ = ["Connection", "MessageTooLarge", "State"]

@@ -1,0 +1,57 @@
+"""Events the sans-IO :class:`~zmtp.protocol.connection.Connection` hands to its driver.
+
+Messages are delivered in batches (one :class:`MessagesReceived` per run of messages in a chunk)
+because a Python object per message is the dominant cost at high rates; ordering between
+messages and commands is preserved exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .properties import Properties
+
+
+@dataclass(slots=True)
+class HandshakeComplete:
+    """Both READYs (or the mechanism's equivalent) exchanged; data may flow."""
+
+    socket_type: str  #: the peer's announced Socket-Type
+    identity: bytes  #: the peer's Identity property (b"" if absent)
+    properties: Properties  #: every property the peer sent (case-insensitive names)
+    zmtp_minor: int  #: 0 for a ZMTP 3.0 peer (legacy subscriptions), 1 otherwise
+    mechanism: str  #: "NULL", "PLAIN", "CURVE"
+    user_id: str = ""  #: set by an authenticator on the server side
+    curve_public_key: bytes = b""  #: the client's long-term CURVE key, as seen by a server
+
+
+@dataclass(slots=True)
+class MessagesReceived:
+    """One or more complete messages, each a list of frames, in arrival order."""
+
+    messages: list[list[bytes]]
+
+
+@dataclass(slots=True)
+class CommandReceived:
+    """A post-handshake command the core does not consume itself (SUBSCRIBE, JOIN, X-...)."""
+
+    name: bytes
+    data: bytes
+
+
+@dataclass(slots=True)
+class ConnectionFailed:
+    """The connection must be closed. Always the last event a connection produces.
+
+    ``kind`` is ``"protocol"`` (the peer broke the protocol or was refused), ``"timeout"``
+    (handshake or heartbeat deadline passed) or ``"peer-error"`` (the peer sent ERROR).
+    ``during_handshake`` tells monitor code whether this is a ``handshake_failed``.
+    """
+
+    reason: str
+    kind: str
+    during_handshake: bool
+
+
+Event = HandshakeComplete | MessagesReceived | CommandReceived | ConnectionFailed

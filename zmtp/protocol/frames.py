@@ -1,0 +1,299 @@
+"""ZMTP 3.x framing: encoding frames and an incremental, batch-oriented decoder.
+
+Wire layout (RFC 23/37): ``flags(1) size(1 | 8, big-endian) body``. Flags: MORE 0x01, LONG 0x02,
+COMMAND 0x04; bits 3-7 are reserved. libzmq always picks the short form for bodies up to 255
+bytes but accepts a long size for a small body, so the decoder does too. It is strict where
+safety needs it: reserved flag bits and MORE on a command are protocol errors, and
+``max_message_size`` is checked from the header, before any of the body is buffered.
+
+Performance shape (see DESIGN.md): one parser loop over a buffer + offset that handles every
+complete frame of a chunk, hands out ``bytes`` slices, and joins large bodies once instead of
+growing a buffer chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from struct import Struct
+
+from .errors import MessageTooLarge, ProtocolError
+
+MORE = 0x01
+LONG = 0x02
+COMMAND = 0x04
+RESERVED = 0xF8
+
+_U64 = Struct(">Q")
+_pack_u64 = _U64.pack
+_unpack_u64_from = _U64.unpack_from
+
+# Pre-built short headers: (flags, size) -> 2 bytes, for every short size. Indexing a tuple is
+# much cheaper than bytes((flags, size)) on the encode hot path.
+_SHORT_LAST = tuple(bytes((0, n)) for n in range(256))
+_SHORT_MORE = tuple(bytes((MORE, n)) for n in range(256))
+_LONG_LAST = bytes((LONG,))
+_LONG_MORE = bytes((MORE | LONG,))
+
+#: Bodies up to this size are sliced out of the read buffer; larger ones that arrive in pieces
+#: are collected as a list of chunks and joined once (no quadratic buffer growth).
+_LARGE_BODY = 1 << 16
+
+
+def frame_header(flags: int, size: int) -> bytes:
+    """The header for one frame (short form up to 255 bytes, long form above)."""
+    if size < 256:
+        return bytes((flags, size))
+    return bytes((flags | LONG,)) + _pack_u64(size)
+
+
+def encode_frame(body: bytes, flags: int = 0) -> bytes:
+    """One complete frame."""
+    return frame_header(flags, len(body)) + body
+
+
+def encode_command(name: bytes, data: bytes = b"") -> bytes:
+    """A command frame: ``COMMAND`` flag, body ``len(name) name data``."""
+    body = bytes((len(name),)) + name + data
+    return frame_header(COMMAND, len(body)) + body
+
+
+def append_message(out: list[bytes], parts: Sequence[bytes]) -> None:
+    """Append the wire encoding of one message to ``out`` (pieces to ``b"".join`` later)."""
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        n = len(part)
+        if n < 256:
+            out.append(_SHORT_MORE[n] if i < last else _SHORT_LAST[n])
+        else:
+            out.append((_LONG_MORE if i < last else _LONG_LAST) + _pack_u64(n))
+        out.append(part)
+
+
+def encode_message(parts: Sequence[bytes]) -> bytes:
+    """The wire encoding of one message (all parts, MORE on every part but the last)."""
+    if len(parts) == 1:
+        part = parts[0]
+        n = len(part)
+        if n < 256:
+            return _SHORT_LAST[n] + part
+        return _LONG_LAST + _pack_u64(n) + part
+    out: list[bytes] = []
+    append_message(out, parts)
+    return b"".join(out)
+
+
+def encode_messages(messages: Iterable[Sequence[bytes]]) -> bytes:
+    """Encode a batch of messages into one buffer, ready for a single write."""
+    out: list[bytes] = []
+    append = out.append
+    for parts in messages:
+        if len(parts) == 1:
+            part = parts[0]
+            n = len(part)
+            append(_SHORT_LAST[n] if n < 256 else _LONG_LAST + _pack_u64(n))
+            append(part)
+        else:
+            append_message(out, parts)
+    return b"".join(out)
+
+
+class Command:
+    """A decoded command frame: ``name`` (bytes, e.g. ``b"PING"``) and its ``data``."""
+
+    __slots__ = ("data", "name")
+
+    def __init__(self, name: bytes, data: bytes) -> None:
+        self.name = name
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r}, {self.data[:40]!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Command) and (self.name, self.data) == (other.name, other.data)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def parse_command(body: bytes) -> Command:
+    """Split a command body into name and data (RFC 37: ``name-len name data``)."""
+    if not body:
+        raise ProtocolError("empty command frame")
+    n = body[0]
+    if n == 0 or len(body) < 1 + n:
+        raise ProtocolError("malformed command: bad name length")
+    return Command(bytes(body[1 : 1 + n]), bytes(body[1 + n :]))
+
+
+#: A frame transform applied to every frame after the handshake (CURVE's MESSAGE unwrapping):
+#: ``(flags, body) -> (flags, body)``. Raises ProtocolError on bad input.
+FrameTransform = Callable[[int, bytes], "tuple[int, bytes]"]
+
+
+class FrameDecoder:
+    """Incremental decoder: bytes in, complete messages and commands out.
+
+    ``feed(data)`` parses every complete frame available and returns, in wire order, each
+    complete message as a ``list[bytes]`` and each command as a :class:`Command`. Partial frames
+    and partial multipart messages are kept until the next ``feed``.
+
+    ``max_message_size`` (-1 = unlimited) is checked per frame like libzmq's ``ZMQ_MAXMSGSIZE``,
+    command frames included, from the header alone.
+    """
+
+    __slots__ = (
+        "_buf",
+        "_chunks",
+        "_chunks_flags",
+        "_chunks_need",
+        "_max",
+        "_parts",
+        "transform",
+    )
+
+    def __init__(self, max_message_size: int = -1) -> None:
+        self._buf = b""  # unparsed tail (bytes; replaced, never grown chunk by chunk)
+        self._max = max_message_size
+        self._parts: list[bytes] = []  # parts of the message being assembled
+        # Large-body mode: a frame body bigger than _LARGE_BODY arriving over several reads.
+        self._chunks: list[bytes] | None = None
+        self._chunks_need = 0
+        self._chunks_flags = 0
+        self.transform: FrameTransform | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete frame (for diagnostics and tests)."""
+        held = len(self._buf)
+        if self._chunks is not None:
+            held += sum(len(c) for c in self._chunks)
+        return held
+
+    def feed(self, data: bytes) -> list[list[bytes] | Command]:
+        """Parse ``data`` (appended to anything buffered) into complete items."""
+        out: list[list[bytes] | Command] = []
+        if self._chunks is not None:
+            data = self._feed_large(data, out)
+            if not data:
+                return out
+        buf = self._buf + data if self._buf else data
+        self._parse(buf, out)
+        return out
+
+    def _feed_large(self, data: bytes, out: list[list[bytes] | Command]) -> bytes:
+        """Collect a large body; returns what is left of ``data`` after it."""
+        assert self._chunks is not None
+        need = self._chunks_need
+        if len(data) < need:
+            self._chunks.append(data)
+            self._chunks_need = need - len(data)
+            return b""
+        self._chunks.append(data[:need])
+        body = b"".join(self._chunks)
+        self._chunks = None
+        self._emit(self._chunks_flags, body, out)
+        return data[need:]
+
+    def _parse(self, buf: bytes, out: list[list[bytes] | Command]) -> None:
+        pos = 0
+        end = len(buf)
+        maxsize = self._max
+        parts = self._parts
+        transform = self.transform
+        append = out.append
+        while True:
+            if end - pos < 2:
+                break
+            flags = buf[pos]
+            if flags & LONG:
+                if end - pos < 9:
+                    break
+                size = _unpack_u64_from(buf, pos + 1)[0]
+                start = pos + 9
+            else:
+                size = buf[pos + 1]
+                start = pos + 2
+            if flags & RESERVED:
+                raise ProtocolError(f"reserved frame flag bits set (flags=0x{flags:02x})")
+            if 0 <= maxsize < size:
+                raise MessageTooLarge(f"frame of {size} bytes exceeds max_message_size {maxsize}")
+            stop = start + size
+            if stop > end:
+                if size > _LARGE_BODY:
+                    # Keep the partial body as the first chunk; join once when complete.
+                    self._chunks = [buf[start:end]]
+                    self._chunks_need = stop - end
+                    self._chunks_flags = flags
+                    self._parts = parts
+                    self._buf = b""
+                    return
+                break
+            body = buf[start:stop]
+            pos = stop
+            if transform is not None:
+                flags, body = transform(flags, body)
+            if flags & COMMAND:
+                if flags & MORE:
+                    raise ProtocolError("command frame with the MORE flag set")
+                if parts:
+                    raise ProtocolError("command frame in the middle of a multipart message")
+                append(parse_command(body))
+            elif flags & MORE:
+                parts.append(body)
+            elif parts:
+                parts.append(body)
+                append(parts)
+                parts = []
+            else:
+                append([body])
+        self._parts = parts
+        self._buf = buf[pos:] if pos < end else b""
+
+    def _emit(self, flags: int, body: bytes, out: list[list[bytes] | Command]) -> None:
+        """Handle one complete frame outside the fast loop (large-body mode)."""
+        if self.transform is not None:
+            flags, body = self.transform(flags, body)
+        if flags & COMMAND:
+            if flags & MORE:
+                raise ProtocolError("command frame with the MORE flag set")
+            if self._parts:
+                raise ProtocolError("command frame in the middle of a multipart message")
+            out.append(parse_command(body))
+        elif flags & MORE:
+            self._parts.append(body)
+        else:
+            self._parts.append(body)
+            out.append(self._parts)
+            self._parts = []
+
+    def next_frame(self, data: bytes = b"") -> tuple[int, bytes] | None:
+        """Buffer ``data`` and return one complete raw frame, or None if none is complete yet.
+
+        Used during the handshake, where each command may change how later frames are read
+        (CURVE installs its transform after READY), so frames must be taken one at a time.
+        """
+        buf = self._buf + data if self._buf else data
+        end = len(buf)
+        if end < 2:
+            self._buf = buf
+            return None
+        flags = buf[0]
+        if flags & LONG:
+            if end < 9:
+                self._buf = buf
+                return None
+            size = _unpack_u64_from(buf, 1)[0]
+            start = 9
+        else:
+            size = buf[1]
+            start = 2
+        if flags & RESERVED:
+            raise ProtocolError(f"reserved frame flag bits set (flags=0x{flags:02x})")
+        if 0 <= self._max < size:
+            raise MessageTooLarge(f"frame of {size} bytes exceeds max_message_size {self._max}")
+        stop = start + size
+        if stop > end:
+            self._buf = buf
+            return None
+        self._buf = buf[stop:]
+        return flags, buf[start:stop]
