@@ -1,0 +1,117 @@
+"""zmtp: a pure-Python ZeroMQ stack (ZMTP 3.1) on anyio, interoperable with libzmq.
+
+Quick use::
+
+    import anyio, zmtp
+
+    async def main():
+        async with zmtp.Socket(zmtp.PULL) as pull, zmtp.Socket(zmtp.PUSH) as push:
+            endpoint = await pull.bind("tcp://127.0.0.1:*")
+            await push.connect(endpoint)
+            await push.send(b"hello")
+            print(await pull.recv())
+
+    anyio.run(main)
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    HostUnreachable,
+    InvalidState,
+    MessageTooLarge,
+    ProtocolError,
+    SocketClosed,
+    UnsupportedOperation,
+    ZMTPError,
+)
+from .extension import SocketExtension
+from .monitor import (
+    Accepted,
+    BindFailed,
+    Closed,
+    ConnectDelayed,
+    Connected,
+    ConnectRetried,
+    Disconnected,
+    HandshakeFailed,
+    HandshakeSucceeded,
+    Listening,
+    Monitor,
+    MonitorEvent,
+    MonitorStopped,
+    PeerInfo,
+)
+from .options import Options
+from .protocol.sockettypes import SocketType
+from .socket import Socket
+
+__version__ = "0.1.0"
+
+PAIR = SocketType.PAIR
+PUB = SocketType.PUB
+SUB = SocketType.SUB
+REQ = SocketType.REQ
+REP = SocketType.REP
+DEALER = SocketType.DEALER
+ROUTER = SocketType.ROUTER
+PULL = SocketType.PULL
+PUSH = SocketType.PUSH
+XPUB = SocketType.XPUB
+XSUB = SocketType.XSUB
+SERVER = SocketType.SERVER
+CLIENT = SocketType.CLIENT
+RADIO = SocketType.RADIO
+DISH = SocketType.DISH
+GATHER = SocketType.GATHER
+SCATTER = SocketType.SCATTER
+PEER = SocketType.PEER
+CHANNEL = SocketType.CHANNEL
+
+__all__ = [
+    "CHANNEL",
+    "CLIENT",
+    "DEALER",
+    "DISH",
+    "GATHER",
+    "PAIR",
+    "PEER",
+    "PUB",
+    "PULL",
+    "PUSH",
+    "RADIO",
+    "REP",
+    "REQ",
+    "ROUTER",
+    "SCATTER",
+    "SERVER",
+    "SUB",
+    "XPUB",
+    "XSUB",
+    "Accepted",
+    "BindFailed",
+    "Closed",
+    "ConnectDelayed",
+    "ConnectRetried",
+    "Connected",
+    "Disconnected",
+    "HandshakeFailed",
+    "HandshakeSucceeded",
+    "HostUnreachable",
+    "InvalidState",
+    "Listening",
+    "MessageTooLarge",
+    "Monitor",
+    "MonitorEvent",
+    "MonitorStopped",
+    "Options",
+    "PeerInfo",
+    "ProtocolError",
+    "Socket",
+    "SocketClosed",
+    "SocketExtension",
+    "SocketType",
+    "UnsupportedOperation",
+    "ZMTPError",
+    "__version__",
+]

@@ -1,0 +1,190 @@
+"""inproc://: sockets in one process linked directly, with no encoding and no tasks.
+
+Linking two sockets creates a pipe on each side whose queues are shared: the connecting side's
+outbox *is* the binding side's inbox and vice versa, so a message is a list of parts passed by
+reference. Sending to an inproc pipe calls the receiving socket's routing strategy directly (so
+SUB filtering, XPUB subscription handling and extensions' receive hooks apply as on tcp), and
+commands go straight to the peer's command handler. The HWM of a direction is the sender's
+``send_hwm`` plus the receiver's ``recv_hwm``, as in libzmq.
+
+Connecting before the name is bound works like libzmq: the connect pipe queues messages and is
+linked when a socket binds the name. When the binding socket goes away, the connecting pipe
+waits for the next bind of that name.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..monitor import (
+    Accepted,
+    Connected,
+    Disconnected,
+    HandshakeFailed,
+    HandshakeSucceeded,
+    PeerInfo,
+)
+from ..options import hwm_capacity
+from ..protocol.properties import Properties
+from ..protocol.sockettypes import compatible
+from ..routing.base import RoutingStrategy
+from .pipe import Pipe
+
+if TYPE_CHECKING:
+    from ..socket import Socket
+
+_bound: dict[str, Socket] = {}
+_pending: dict[str, list[tuple[Socket, Pipe]]] = {}
+#: Live links: dialer pipe -> (binding socket, its pipe).
+_links: dict[Pipe, tuple[Socket, Socket, Pipe]] = {}
+
+
+def bind(socket: Socket, name: str) -> None:
+    if name in _bound:
+        raise OSError(errno.EADDRINUSE, f"inproc://{name} is already bound")
+    _bound[name] = socket
+    for dialer, pipe in _pending.pop(name, []):
+        _link(name, dialer, pipe, socket)
+
+
+def connect(socket: Socket, name: str, pipe: Pipe) -> None:
+    binder = _bound.get(name)
+    if binder is None:
+        _pending.setdefault(name, []).append((socket, pipe))
+    else:
+        _link(name, socket, pipe, binder)
+
+
+def disconnect(socket: Socket, name: str, pipe: Pipe) -> None:
+    waiting = _pending.get(name)
+    if waiting is not None:
+        waiting[:] = [(s, p) for s, p in waiting if p is not pipe]
+        if not waiting:
+            del _pending[name]
+    _unlink(pipe, "disconnected", requeue=False)
+
+
+def unbind(socket: Socket, name: str, close_connections: bool) -> None:
+    if _bound.get(name) is socket:
+        del _bound[name]
+    if close_connections:
+        for dialer_pipe, (_, binder, _) in list(_links.items()):
+            if binder is socket and dialer_pipe.endpoint == f"inproc://{name}":
+                _unlink(dialer_pipe, "endpoint unbound", requeue=True)
+
+
+def socket_closed(socket: Socket) -> None:
+    """Forget every registration and link of a closing socket."""
+    for name, bound in list(_bound.items()):
+        if bound is socket:
+            del _bound[name]
+    for name, waiting in list(_pending.items()):
+        waiting[:] = [(s, p) for s, p in waiting if s is not socket]
+        if not waiting:
+            del _pending[name]
+    for dialer_pipe, (dialer, binder, _) in list(_links.items()):
+        if dialer is socket:
+            _unlink(dialer_pipe, "peer closed", requeue=False)
+        elif binder is socket:
+            _unlink(dialer_pipe, "peer closed", requeue=True)
+
+
+def _peer_info(of: Socket, endpoint: str) -> PeerInfo:
+    props = of._local_properties()
+    return PeerInfo(
+        socket_type=of.socket_type,
+        identity=props.get("Identity", b""),
+        properties=Properties(props),
+        zmtp_version=(3, 1),
+        mechanism="NULL",
+        endpoint=endpoint,
+        address="inproc",
+    )
+
+
+def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
+    endpoint = f"inproc://{name}"
+    if not compatible(dialer.socket_type, binder.socket_type):
+        mismatch = (
+            f"incompatible socket types: {dialer.socket_type} cannot talk to {binder.socket_type}"
+        )
+        dialer._emit(HandshakeFailed(endpoint, mismatch, "protocol", "inproc"))
+        binder._emit(HandshakeFailed(endpoint, mismatch, "protocol", "inproc"))
+        return
+    to_binder, to_dialer = dpipe.outbox, dpipe.inbox
+    to_binder.capacity = hwm_capacity(dialer.options.send_hwm) + hwm_capacity(
+        binder.options.recv_hwm
+    )
+    to_dialer.capacity = hwm_capacity(binder.options.send_hwm) + hwm_capacity(
+        dialer.options.recv_hwm
+    )
+    bpipe = binder._new_pipe(endpoint, persistent=False, inbox=to_binder, outbox=to_dialer)
+    dpipe.send = _sender(binder, bpipe)
+    bpipe.send = _sender(dialer, dpipe)
+    dialer._emit(Connected(endpoint, "inproc"))
+    binder._emit(Accepted(endpoint, "inproc"))
+    dpeer, bpeer = _peer_info(binder, endpoint), _peer_info(dialer, endpoint)
+
+    def to_binder_command(command: bytes, data: bytes) -> None:
+        binder._command(bpipe, command, data)
+
+    def to_dialer_command(command: bytes, data: bytes) -> None:
+        dialer._command(dpipe, command, data)
+
+    reason = dialer._pipe_handshake(dpipe, dpeer, to_binder_command)
+    if reason is None:
+        reason = binder._pipe_handshake(bpipe, bpeer, to_dialer_command)
+        if reason is not None:
+            dialer._pipe_disconnected(dpipe, reason)
+    if reason is not None:
+        dpipe.send = dpipe.outbox.put
+        binder._remove_pipe(bpipe)
+        dialer._emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
+        binder._emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
+        return
+    _links[dpipe] = (dialer, binder, bpipe)
+    dialer._emit(HandshakeSucceeded(endpoint, dpeer))
+    binder._emit(HandshakeSucceeded(endpoint, bpeer))
+    if to_binder.items:  # queued before the bind: tell the binder they are readable now
+        binder._strategy.readable(bpipe)
+        binder._wake_receivers()
+
+
+def _sender(receiver: Socket, pipe: Pipe) -> Callable[[list[bytes]], None]:
+    """The function a peer uses to hand ``receiver`` a message arriving on ``pipe``.
+
+    When the receiver neither filters nor inspects messages (no extension, the strategy's
+    default ``incoming_one``), that is the inbox's own ``put``: no extra call per message.
+    """
+    default = type(receiver._strategy).incoming_one is RoutingStrategy.incoming_one
+    if receiver.extension is None and default:
+        return pipe.inbox.put
+    incoming_one = receiver._incoming_one
+
+    def send(message: list[bytes]) -> None:
+        incoming_one(pipe, message)
+
+    return send
+
+
+def _unlink(dpipe: Pipe, reason: str, requeue: bool) -> None:
+    link = _links.pop(dpipe, None)
+    if link is None:
+        return
+    dialer, binder, bpipe = link
+    dpipe.send = dpipe.outbox.put
+    dpipe.outbox.on_data = _noop_data  # no consumer until the next link
+    dpipe.inbox.on_space = _noop_data  # no producer either
+    dialer._pipe_disconnected(dpipe, reason)
+    binder._pipe_disconnected(bpipe, reason)
+    dialer._emit(Disconnected(dpipe.endpoint, reason, "inproc"))
+    binder._emit(Disconnected(bpipe.endpoint, reason, "inproc"))
+    if requeue and not dialer._closing and dpipe in dialer._pipes:
+        name = dpipe.endpoint.removeprefix("inproc://")
+        _pending.setdefault(name, []).append((dialer, dpipe))
+
+
+def _noop_data() -> None:
+    return None

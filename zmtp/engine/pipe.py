@@ -1,0 +1,78 @@
+"""A pipe: the socket's view of one peer.
+
+A pipe holds the peer's inbox and outbox and what the handshake told us about it. For a
+``connect()`` endpoint the pipe outlives individual connections (like a libzmq session): messages
+queued while the connection is down are sent after the reconnect, and subscriptions are
+replayed on every new connection. For an accepted connection the pipe lives as long as that
+connection. Inbound messages already queued are still delivered after the connection ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..monitor import PeerInfo
+from .queue import Message, MessageQueue
+
+if TYPE_CHECKING:
+    from ..protocol.properties import Properties
+
+
+class PipeClosed(Exception):
+    """A command was sent on a pipe whose connection is gone."""
+
+
+class Pipe:
+    """One peer as seen by routing strategies and extensions."""
+
+    __slots__ = (
+        "_command_sink",
+        "attached",
+        "connected",
+        "endpoint",
+        "extension_state",
+        "inbox",
+        "outbox",
+        "peer",
+        "persistent",
+        "routing_id",
+        "send",
+        "state",
+    )
+
+    def __init__(
+        self, endpoint: str, inbox: MessageQueue, outbox: MessageQueue, persistent: bool
+    ) -> None:
+        self.endpoint = endpoint
+        self.inbox = inbox  #: messages from the peer (consumer: the socket)
+        self.outbox = outbox  #: messages to the peer (producer: the socket)
+        self.persistent = persistent  #: True for a connect() pipe that survives reconnects
+        self.peer: PeerInfo | None = None  #: set at each handshake
+        self.connected = False  #: a live, handshaken connection is behind this pipe
+        self.attached = False  #: known to the routing strategy
+        self.routing_id = b""  #: ROUTER / SERVER / PEER address of this peer
+        self.state: Any = None  #: per-pipe data for the routing strategy
+        self.extension_state: Any = None  #: per-pipe data for an installed extension
+        self._command_sink: Callable[[bytes, bytes], None] | None = None
+        #: Queue a message (wire parts) for this peer; the caller checked ``outbox.full``.
+        #: For tcp/ipc this is ``outbox.put`` (the connection's writer drains it); for inproc it
+        #: hands the message straight to the peer socket's receive path.
+        self.send: Callable[[Message], None] = outbox.put
+
+    def __repr__(self) -> str:
+        who = self.peer.socket_type if self.peer else "?"
+        return f"<Pipe {self.endpoint} peer={who} connected={self.connected}>"
+
+    @property
+    def properties(self) -> Properties | None:
+        return self.peer.properties if self.peer else None
+
+    def send_command(self, name: bytes, data: bytes = b"") -> None:
+        """Send a command to this peer on its current connection (extension point 5).
+
+        Raises :class:`PipeClosed` if no connection is up.
+        """
+        if self._command_sink is None:
+            raise PipeClosed(f"no live connection on {self.endpoint}")
+        self._command_sink(name, data)

@@ -1,0 +1,287 @@
+"""Drives one tcp/ipc connection: a read loop, a write loop and a timer loop around a
+sans-IO :class:`~zmtp.protocol.Connection`.
+
+* Reads are large (``read_size``, 256 KiB by default) and every complete message of a read is
+  delivered to the pipe in one batch.
+* The writer takes every message queued for the peer (up to a cap), encodes the batch into one
+  buffer and writes it once.
+* The timer loop sleeps in a cancel scope whose deadline the reader moves when the protocol
+  arms an earlier timer (a peer's heartbeat TTL), so timers cost nothing per message.
+
+The writer is not shielded: the application never cancels it (``send`` only queues), and it is
+cancelled only when the connection is being torn down, at which point the stream is closed and
+a partial frame cannot be followed by anything. Shielding would instead let a peer that stops
+reading hold ``close()`` forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import ByteStream
+
+from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
+from ..protocol.connection import Connection
+from ..protocol.events import (
+    CommandReceived,
+    ConnectionFailed,
+    Event,
+    HandshakeComplete,
+    MessagesReceived,
+)
+from .pipe import Pipe
+
+if TYPE_CHECKING:
+    from ..socket import Socket
+
+_MAX_BATCH_MESSAGES = 4096
+_MAX_BATCH_BYTES = 1 << 20
+_STREAM_ERRORS: tuple[type[Exception], ...] = (
+    anyio.EndOfStream,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    OSError,
+)
+
+
+class StreamConnection:
+    """One live tcp/ipc connection of a socket."""
+
+    def __init__(
+        self,
+        socket: Socket,
+        stream: ByteStream,
+        endpoint: str,
+        address: str,
+        pipe: Pipe | None,
+    ) -> None:
+        self.socket = socket
+        self.stream = stream
+        self.endpoint = endpoint
+        self.address = address
+        self.pipe = pipe  # None for an accepted connection until its handshake completes
+        opts = socket.options
+        self.conn = Connection(
+            socket.socket_type,
+            mechanism=socket._make_mechanism(),
+            identity=opts.identity,
+            extra_properties=socket._extension_properties(),
+            max_message_size=opts.max_message_size,
+            handshake_timeout=opts.handshake_ivl,
+            heartbeat_ivl=opts.heartbeat_ivl,
+            heartbeat_ttl=opts.heartbeat_ttl,
+            heartbeat_timeout=opts.heartbeat_timeout,
+            now=anyio.current_time(),
+        )
+        self.handshaken = False
+        self.end_reason = ""
+        self.end_kind = "closed"
+        self._writer_wakeup: anyio.Event | None = None
+        self._reader_wakeup: anyio.Event | None = None
+        self._timer_scope: anyio.CancelScope | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """Run until the connection ends; report it in the monitor; always close the stream."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
+                tg.start_soon(self._write_loop)
+                tg.start_soon(self._timer_loop)
+                await self._read_loop()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._shutdown()
+
+    def close(self, reason: str) -> None:
+        """Tear the connection down from outside (disconnect, unbind, socket close)."""
+        self._end(reason, "closed")
+
+    def _end(self, reason: str, kind: str) -> None:
+        if not self.end_reason:
+            self.end_reason, self.end_kind = reason, kind
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _shutdown(self) -> None:
+        # Flush what the protocol still wants to say (an ERROR for a refused peer), briefly.
+        leftover = self.conn.data_to_send()
+        if leftover and self.end_kind != "io":
+            with anyio.move_on_after(1.0):
+                with contextlib.suppress(*_STREAM_ERRORS):
+                    await self.stream.send(leftover)
+        with anyio.move_on_after(1.0):
+            with contextlib.suppress(*_STREAM_ERRORS):
+                await self.stream.aclose()
+        pipe = self.pipe
+        reason = self.end_reason or "connection closed"
+        if self.handshaken and pipe is not None:
+            pipe.outbox.on_data = _noop  # the writer is gone; the pipe may outlive us
+            pipe.inbox.on_space = _noop
+            self.socket._pipe_disconnected(pipe, reason)
+            self.socket._emit(Disconnected(self.endpoint, reason, self.address))
+        else:
+            kind = "closed" if self.end_kind == "io" else self.end_kind
+            self.socket._emit(HandshakeFailed(self.endpoint, reason, kind, self.address))
+
+    # ------------------------------------------------------------------ reading
+
+    async def _read_loop(self) -> None:
+        conn = self.conn
+        receive = self.stream.receive
+        read_size = self.socket.options.read_size
+        current_time = anyio.current_time
+        while True:
+            try:
+                data = await receive(read_size)
+            except _STREAM_ERRORS as exc:
+                self._end(_describe_io_error(exc), "io")
+                return
+            events = conn.receive_data(data, current_time())
+            if events and self._handle_events(events):
+                return
+            if conn.has_output:
+                self._wake_writer()
+            timer = self._timer_scope
+            if timer is not None:
+                deadline = conn.next_deadline()
+                if deadline is not None and deadline < timer.deadline:
+                    timer.deadline = deadline
+            pipe = self.pipe
+            if pipe is not None and pipe.inbox.full:
+                await self._wait_inbox_space(pipe)
+
+    async def _wait_inbox_space(self, pipe: Pipe) -> None:
+        """Back-pressure: stop reading while the application has recv_hwm messages waiting."""
+        while pipe.inbox.full:
+            self._reader_wakeup = anyio.Event()
+            await self._reader_wakeup.wait()
+
+    def _wake_reader(self) -> None:
+        wakeup = self._reader_wakeup
+        if wakeup is not None:
+            self._reader_wakeup = None
+            wakeup.set()
+
+    def _handle_events(self, events: list[Event]) -> bool:
+        """Apply protocol events; True if the connection must end."""
+        socket = self.socket
+        for event in events:
+            if type(event) is MessagesReceived:
+                assert self.pipe is not None
+                socket._incoming(self.pipe, event.messages)
+            elif type(event) is CommandReceived:
+                assert self.pipe is not None
+                socket._command(self.pipe, event.name, event.data)
+            elif type(event) is HandshakeComplete:
+                reason = self._on_handshake(event)
+                if reason is not None:
+                    self.conn.fail(reason)
+                    self._end(reason, "rejected")
+                    return True
+            elif type(event) is ConnectionFailed:
+                self._end(event.reason, event.kind)
+                return True
+        return False
+
+    def _on_handshake(self, event: HandshakeComplete) -> str | None:
+        peer = PeerInfo(
+            socket_type=event.socket_type,
+            identity=event.identity,
+            properties=event.properties,
+            zmtp_version=(3, event.zmtp_minor),
+            mechanism=event.mechanism,
+            endpoint=self.endpoint,
+            address=self.address,
+            user_id=event.user_id,
+            curve_public_key=event.curve_public_key,
+        )
+        socket = self.socket
+        if self.pipe is None:
+            self.pipe = socket._new_pipe(self.endpoint, persistent=False)
+        pipe = self.pipe
+        reason = socket._pipe_handshake(pipe, peer, self._send_command)
+        if reason is not None:
+            return reason
+        self.handshaken = True
+        pipe.inbox.on_space = self._wake_reader
+        pipe.outbox.on_data = self._wake_writer
+        socket._emit(HandshakeSucceeded(self.endpoint, peer))
+        if pipe.outbox.items:
+            self._wake_writer()  # messages queued while the connection was down
+        return None
+
+    def _send_command(self, name: bytes, data: bytes) -> None:
+        self.conn.send_command(name, data)
+        self._wake_writer()
+
+    # ------------------------------------------------------------------ writing
+
+    def _wake_writer(self) -> None:
+        wakeup = self._writer_wakeup
+        if wakeup is not None:
+            self._writer_wakeup = None
+            wakeup.set()
+
+    async def _write_loop(self) -> None:
+        conn = self.conn
+        send = self.stream.send
+        socket = self.socket
+        try:
+            while True:
+                pipe = self.pipe if self.handshaken else None
+                outbox = pipe.outbox if pipe is not None else None
+                if not conn.has_output and not (outbox is not None and outbox.items):
+                    self._writer_wakeup = anyio.Event()
+                    await self._writer_wakeup.wait()
+                    continue
+                data = conn.data_to_send()
+                if outbox is not None and outbox.items:
+                    assert pipe is not None
+                    batch = outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
+                    ext = socket.extension
+                    if ext is not None:
+                        for message in batch:
+                            ext.before_send(pipe, message)
+                    encoded = conn.encode_messages(batch)
+                    data = data + encoded if data else encoded
+                await send(data)
+                if socket._flush_wakeup is not None:
+                    socket._written()
+        except _STREAM_ERRORS as exc:
+            self._end(_describe_io_error(exc), "io")
+
+    # ------------------------------------------------------------------ timers
+
+    async def _timer_loop(self) -> None:
+        conn = self.conn
+        while True:
+            deadline = conn.next_deadline()
+            with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+                self._timer_scope = scope
+                await anyio.sleep_forever()
+            self._timer_scope = None
+            events = conn.handle_timers(anyio.current_time())
+            if events and self._handle_events(events):
+                return
+            if conn.has_output:
+                self._wake_writer()
+
+
+def _noop() -> None:
+    return None
+
+
+def _describe_io_error(exc: BaseException) -> str:
+    if isinstance(exc, anyio.EndOfStream):
+        return "connection closed by peer"
+    if isinstance(exc, anyio.ClosedResourceError):
+        return "connection closed"
+    text = str(exc) or type(exc).__name__
+    return f"connection lost: {text}"

@@ -1,0 +1,65 @@
+"""Extension points: how a layer above zmtp (the QoS package) plugs into a socket.
+
+Subclass :class:`SocketExtension`, override what you need, and install it with
+``socket.install_extension(ext)`` before the first bind/connect. Every hook has a no-op
+default, and a socket without an extension never calls any of them: the hot paths test one
+attribute against None. The hooks, matching DESIGN.md:
+
+1. :meth:`handshake_properties` - extra READY/INITIATE metadata we advertise (``X-QoS``...).
+2. :meth:`validate_peer` - after the handshake, reject a peer with a reason
+   (-> ``HandshakeFailed(kind="rejected")`` monitor event, connection closed).
+3. :meth:`on_command` - every post-handshake command the core and the socket type do not
+   consume, per connection, on every transport (inproc included).
+4. Routing hooks: :meth:`before_send` (a message is about to be written to a peer, wire parts
+   available), :meth:`on_receive` (a message arrived; return False to consume it),
+   :meth:`pipe_connected` / :meth:`pipe_disconnected` / :meth:`pipe_removed`, :meth:`can_send`
+   (send-slot gating; call ``socket.wake_senders()`` when a gate opens), and :meth:`linger`
+   (``close()`` waits on it within the socket's linger time).
+5. Sending a command on a connection: ``pipe.send_command(name, data)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .engine.pipe import Pipe
+from .engine.queue import Message
+from .monitor import PeerInfo
+
+
+class SocketExtension:
+    """Base class for socket extensions. All hooks are optional."""
+
+    def handshake_properties(self) -> Mapping[str, bytes]:
+        """Properties added to our handshake metadata (names must not be Socket-Type/Identity)."""
+        return {}
+
+    def validate_peer(self, pipe: Pipe, peer: PeerInfo) -> str | None:
+        """Return a reason to reject this peer, or None to accept it."""
+        return None
+
+    def pipe_connected(self, pipe: Pipe) -> None:
+        """A connection to this pipe's peer completed its handshake and was accepted."""
+
+    def pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
+        """The connection behind ``pipe`` ended (a connect() pipe may reconnect later)."""
+
+    def pipe_removed(self, pipe: Pipe) -> None:
+        """``pipe`` is gone for good (accepted connection closed, or disconnect())."""
+
+    def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
+        """A command nobody else handled arrived from ``pipe``'s peer."""
+
+    def before_send(self, pipe: Pipe, message: Message) -> None:
+        """``message`` (wire parts) is about to be written to ``pipe``'s peer."""
+
+    def on_receive(self, pipe: Pipe, message: Message) -> bool:
+        """``message`` arrived from ``pipe``; return False to consume it (not delivered)."""
+        return True
+
+    def can_send(self, pipe: Pipe) -> bool:
+        """Whether the socket may route a new message to ``pipe`` now (send-slot gating)."""
+        return True
+
+    async def linger(self) -> None:
+        """Wait until the extension's own state allows closing (bounded by the socket linger)."""

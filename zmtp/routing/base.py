@@ -1,0 +1,170 @@
+"""The routing-strategy interface and the shared mixins (fair-queue, load-balance).
+
+A strategy is the socket type: it decides which pipe an outgoing message goes to and what an
+incoming message means. It sees :class:`~zmtp.engine.pipe.Pipe` objects and lists of parts,
+never bytes on the wire, and never awaits: ``try_send`` / ``try_recv`` either succeed now or
+report "would block", and the socket does the waiting (timeouts, cancellation).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, ClassVar
+
+from ..engine.pipe import Pipe
+from ..engine.queue import Message
+from ..errors import UnsupportedOperation
+
+if TYPE_CHECKING:
+    from ..socket import Socket
+
+
+class RoutingStrategy:
+    """Base class: one subclass per socket type."""
+
+    socket_type: ClassVar[str]
+    #: A connect() pipe takes messages before its connection is up (libzmq without
+    #: ZMQ_IMMEDIATE). Types that must know the peer first (ROUTER...) set this False.
+    attach_on_connect: ClassVar[bool] = True
+    can_send: ClassVar[bool] = True
+    can_recv: ClassVar[bool] = True
+
+    def __init__(self, socket: Socket) -> None:
+        self.socket = socket
+
+    # --------------------------------------------------------------- pipe lifecycle
+
+    def attach(self, pipe: Pipe) -> str | None:
+        """Make ``pipe`` routable. Return a reason to refuse it (e.g. PAIR's second peer)."""
+        return None
+
+    def detach(self, pipe: Pipe) -> None:
+        """``pipe`` is no longer routable (messages already in its inbox stay readable)."""
+
+    def connected(self, pipe: Pipe) -> None:
+        """A connection behind ``pipe`` completed its handshake (resend subscriptions...)."""
+
+    def disconnected(self, pipe: Pipe) -> None:
+        """The connection behind ``pipe`` ended."""
+
+    # --------------------------------------------------------------- incoming
+
+    def readable(self, pipe: Pipe) -> None:
+        """``pipe.inbox`` became non-empty."""
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        """A batch of messages from a stream connection."""
+        pipe.inbox.put_many(messages)
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        """One message from an inproc peer."""
+        pipe.inbox.put(message)
+
+    def command(self, pipe: Pipe, name: bytes, data: bytes) -> bool:
+        """A post-handshake command; return True if the socket type consumed it."""
+        return False
+
+    # --------------------------------------------------------------- application side
+
+    def check_send(self, parts: Message) -> None:
+        """Raise if sending ``parts`` now is not allowed (REQ state, draft multipart...)."""
+        if not self.can_send:
+            raise UnsupportedOperation(f"{self.socket_type} sockets cannot send")
+
+    def try_send(self, parts: Message) -> bool:
+        """Route ``parts``; False if it would block (no peer or every peer at its HWM)."""
+        raise UnsupportedOperation(f"{self.socket_type} sockets cannot send")
+
+    def check_recv(self) -> None:
+        if not self.can_recv:
+            raise UnsupportedOperation(f"{self.socket_type} sockets cannot receive")
+
+    def try_recv(self) -> Message | None:
+        """The next message for the application, or None if none is waiting."""
+        raise UnsupportedOperation(f"{self.socket_type} sockets cannot receive")
+
+
+class FairQueue:
+    """Receive round-robin from every pipe that has messages (libzmq ``fq_t``).
+
+    Invariant: a pipe is in ``_ready`` exactly when its inbox is non-empty, maintained by the
+    inbox's empty -> non-empty edge callback (``readable``) and by ``fq_recv`` dropping pipes it
+    drains. A pipe whose connection ended stays until its last message is read.
+    """
+
+    def __init__(self) -> None:
+        self._ready: deque[Pipe] = deque()
+
+    def readable(self, pipe: Pipe) -> None:
+        self._ready.append(pipe)
+
+    def fq_recv_from(self) -> tuple[Pipe, Message] | None:
+        ready = self._ready
+        if not ready:
+            return None
+        pipe = ready[0]
+        inbox = pipe.inbox
+        message = inbox.get()
+        if not inbox.items:
+            ready.popleft()
+        elif len(ready) > 1:
+            ready.rotate(-1)
+        return pipe, message
+
+    def fq_recv(self) -> Message | None:
+        ready = self._ready
+        if not ready:
+            return None
+        pipe = ready[0]
+        inbox = pipe.inbox
+        message = inbox.get()
+        if not inbox.items:
+            ready.popleft()
+        elif len(ready) > 1:
+            ready.rotate(-1)
+        return message
+
+
+class LoadBalancer:
+    """Send round-robin to pipes that have room (libzmq ``lb_t``)."""
+
+    socket: Socket
+
+    def __init__(self) -> None:
+        self._out: list[Pipe] = []
+        self._next = 0
+
+    def lb_attach(self, pipe: Pipe) -> None:
+        self._out.append(pipe)
+
+    def lb_detach(self, pipe: Pipe) -> None:
+        try:
+            index = self._out.index(pipe)
+        except ValueError:
+            return
+        del self._out[index]
+        if self._next > index:
+            self._next -= 1
+        if self._next >= len(self._out):
+            self._next = 0
+
+    def lb_send(self, message: Message) -> bool:
+        pipes = self._out
+        n = len(pipes)
+        ext = self.socket.extension
+        if n == 1 and ext is None:
+            pipe = pipes[0]
+            if pipe.outbox.full:
+                return False
+            pipe.send(message)
+            return True
+        start = self._next
+        for i in range(n):
+            index = (start + i) % n
+            pipe = pipes[index]
+            if pipe.outbox.full or (ext is not None and not ext.can_send(pipe)):
+                continue
+            self._next = (index + 1) % n
+            pipe.send(message)
+            return True
+        return False

@@ -1,0 +1,53 @@
+"""PUSH (load-balance out) and PULL (fair-queue in), RFC 30."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..engine.pipe import Pipe
+from ..engine.queue import Message
+from .base import FairQueue, LoadBalancer, RoutingStrategy
+
+if TYPE_CHECKING:
+    from ..socket import Socket
+
+
+class Push(LoadBalancer, RoutingStrategy):
+    """Each message goes to the next peer with room; blocks when every peer is at its HWM."""
+
+    socket_type = "PUSH"
+    can_recv = False
+
+    def __init__(self, socket: Socket) -> None:
+        RoutingStrategy.__init__(self, socket)
+        LoadBalancer.__init__(self)
+
+    def attach(self, pipe: Pipe) -> str | None:
+        self.lb_attach(pipe)
+        return None
+
+    def detach(self, pipe: Pipe) -> None:
+        self.lb_detach(pipe)
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        """A PULL peer has nothing to send us; anything it does send is dropped."""
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        """See :meth:`incoming`."""
+
+    def try_send(self, parts: Message) -> bool:
+        return self.lb_send(parts)
+
+
+class Pull(FairQueue, RoutingStrategy):
+    """Receives fairly from every connected PUSH."""
+
+    socket_type = "PULL"
+    can_send = False
+
+    def __init__(self, socket: Socket) -> None:
+        RoutingStrategy.__init__(self, socket)
+        FairQueue.__init__(self)
+
+    def try_recv(self) -> Message | None:
+        return self.fq_recv()

@@ -1,0 +1,659 @@
+"""The public socket: bind/connect endpoints, send/recv messages, monitor, close.
+
+A :class:`Socket` owns one task group (entered with ``async with``) in which its listeners,
+dialers and connections run. The socket type's behaviour lives in a routing strategy
+(:mod:`zmtp.routing`); this module only moves messages between the application and pipes and
+manages endpoints.
+
+Fast paths: ``send`` queues into a pipe without suspending when there is room, and ``recv``
+returns a waiting message without suspending. Both still honour cancellation
+(``checkpoint_if_cancelled``) and yield to the scheduler every few hundred calls, so a busy
+loop can neither miss a cancel nor starve the connection tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from enum import Enum
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
+
+from .engine import inproc
+from .engine.pipe import Pipe
+from .engine.queue import Message, MessageQueue
+from .engine.stream import StreamConnection
+from .errors import SocketClosed
+from .extension import SocketExtension
+from .monitor import (
+    Accepted,
+    BindFailed,
+    Closed,
+    ConnectDelayed,
+    Connected,
+    ConnectRetried,
+    Listening,
+    Monitor,
+    MonitorEvent,
+    MonitorStopped,
+    PeerInfo,
+)
+from .options import Options, hwm_capacity
+from .protocol.mechanism import Mechanism, NullMechanism
+from .protocol.sockettypes import SocketType
+from .routing import STRATEGIES, RoutingStrategy
+from .transport import InprocEndpoint, parse_endpoint
+from .transport.streams import BoundListener, dial, listen, peer_address
+
+#: Fast-path calls between two scheduler yields.
+_YIELD_EVERY = 256
+
+
+class _Unset(Enum):
+    """Sentinel type: "use the socket's option"."""
+
+    UNSET = 0
+
+
+_UNSET = _Unset.UNSET
+
+
+@dataclass(eq=False)
+class _ListenerHandle:
+    endpoint: str
+    bound: BoundListener | None = None  # None for inproc
+    scope: anyio.CancelScope | None = None
+    connections: set[StreamConnection] = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class _DialerHandle:
+    endpoint: str
+    pipe: Pipe
+    scope: anyio.CancelScope | None = None
+    connection: StreamConnection | None = None
+
+
+def _as_message(parts: Iterable[Any]) -> Message:
+    """A fresh list of ``bytes`` (bytes-like and str are converted; str as UTF-8)."""
+    message = list(parts)
+    if not message:
+        raise ValueError("a message needs at least one part")
+    for i, part in enumerate(message):
+        if type(part) is not bytes:
+            if isinstance(part, str):
+                message[i] = part.encode("utf-8")
+            elif isinstance(part, (bytearray, memoryview)):
+                message[i] = bytes(part)
+            else:
+                raise TypeError(f"message parts must be bytes, not {type(part).__name__}")
+    return message
+
+
+class Socket:
+    """A ZeroMQ socket speaking ZMTP 3.1.
+
+    ``Socket(zmtp.PUSH, send_hwm=100)``; options are the fields of :class:`~zmtp.Options`.
+    Use it as ``async with Socket(...) as sock:`` so that its connections have a task group
+    to run in; leaving the block closes it (honouring ``linger``).
+    """
+
+    def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
+        try:
+            self.socket_type = SocketType(str(socket_type).upper()).value
+        except ValueError:
+            raise ValueError(f"unknown socket type {socket_type!r}") from None
+        strategy_cls = STRATEGIES.get(self.socket_type)
+        if strategy_cls is None:
+            raise NotImplementedError(f"{self.socket_type} sockets are not implemented yet")
+        self.options = Options.from_kwargs(options)
+        self.extension: SocketExtension | None = None
+        self._strategy: RoutingStrategy = strategy_cls(self)
+        self._tg: TaskGroup | None = None
+        self._entered = False
+        self._closed = False
+        self._closing = False
+        self._monitors: list[Monitor] = []
+        self._listeners: dict[str, _ListenerHandle] = {}
+        self._dialers: dict[str, _DialerHandle] = {}
+        self._pipes: set[Pipe] = set()
+        self._send_wakeup: anyio.Event | None = None
+        self._recv_wakeup: anyio.Event | None = None
+        self._flush_wakeup: anyio.Event | None = None
+        self._ops = 0
+        self._running = 0
+        self._idle: anyio.Event | None = None
+        self.last_endpoint = ""
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<zmtp.Socket {self.socket_type} {state}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Socket:
+        if self._entered:
+            raise RuntimeError("a socket can be entered only once")
+        self._entered = True
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            if exc_type is None:
+                await self.close()
+            else:
+                await self.close(linger=0)
+        finally:
+            tg, self._tg = self._tg, None
+            if tg is not None:
+                # Every task was stopped by close(); this only joins them. Never cancel the
+                # group's own scope: it also covers the body of the user's `async with`.
+                await tg.__aexit__(exc_type, exc, tb)
+        return None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _task_group(self) -> TaskGroup:
+        if self._closed or self._closing:
+            raise SocketClosed("socket is closed")
+        if self._tg is None:
+            raise SocketClosed("use the socket inside `async with` before bind/connect")
+        return self._tg
+
+    async def close(self, linger: float | _Unset | None = _UNSET) -> None:
+        """Close the socket: stop listening, flush queued messages for up to ``linger``
+        seconds (the ``linger`` option by default; None waits until everything is written),
+        then drop every connection and wait until they are all torn down."""
+        if self._closed or self._closing:
+            return
+        self._closing = True
+        wait = self.options.linger if isinstance(linger, _Unset) else linger
+        for handle in list(self._listeners.values()):
+            self._stop_listener(handle, close_connections=False)
+        if wait is None or wait > 0:
+            with anyio.move_on_after(wait if wait is not None else math.inf):
+                await self._linger()
+        self._closed = True
+        for handle in list(self._listeners.values()):
+            self._stop_listener(handle, close_connections=True)
+            self._emit(Closed(handle.endpoint))
+        self._listeners.clear()
+        for dialer in list(self._dialers.values()):
+            self._stop_dialer(dialer)
+            self._emit(Closed(dialer.endpoint))
+        self._dialers.clear()
+        inproc.socket_closed(self)
+        for wakeup in (self._send_wakeup, self._recv_wakeup):
+            if wakeup is not None:
+                wakeup.set()
+        with anyio.CancelScope(shield=True):
+            while self._running:
+                self._idle = anyio.Event()
+                await self._idle.wait()
+        self._emit(MonitorStopped())
+
+    def _spawn(self, func: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Start a background task whose end close() waits for."""
+        tg = self._task_group()
+        self._running += 1
+        tg.start_soon(self._tracked, func, *args)
+
+    async def _tracked(self, func: Callable[..., Awaitable[None]], *args: Any) -> None:
+        try:
+            await func(*args)
+        finally:
+            self._running -= 1
+            if not self._running and self._idle is not None:
+                self._idle.set()
+
+    async def _linger(self) -> None:
+        """Wait until every live connection has written what was queued for it."""
+        # inproc pipes are excluded: their "outbox" is already the peer's inbox.
+        while any(
+            p.outbox.items and p.connected and not p.endpoint.startswith("inproc://")
+            for p in self._pipes
+        ):
+            self._flush_wakeup = anyio.Event()
+            await self._flush_wakeup.wait()  # set after every write batch and disconnect
+        if self.extension is not None:
+            await self.extension.linger()
+
+    # ------------------------------------------------------------------ endpoints
+
+    async def bind(self, endpoint: str) -> str:
+        """Listen on ``endpoint``; returns the resolved endpoint (e.g. the real port)."""
+        self._task_group()
+        ep = parse_endpoint(endpoint)
+        if isinstance(ep, InprocEndpoint):
+            try:
+                inproc.bind(self, ep.name)
+            except OSError as exc:
+                self._emit(BindFailed(endpoint, str(exc)))
+                raise
+            resolved = str(ep)
+            self._listeners[resolved] = _ListenerHandle(resolved)
+        else:
+            try:
+                bound = await listen(ep, self.options.backlog)
+            except OSError as exc:
+                self._emit(BindFailed(endpoint, exc.strerror or str(exc)))
+                raise
+            resolved = bound.endpoint
+            handle = _ListenerHandle(resolved, bound)
+            self._listeners[resolved] = handle
+            self._spawn(self._accept_loop, handle)
+        self.last_endpoint = resolved
+        self._emit(Listening(resolved))
+        return resolved
+
+    async def unbind(self, endpoint: str) -> None:
+        """Stop listening on ``endpoint`` (as returned by bind) and close its connections."""
+        handle = self._listeners.pop(endpoint, None)
+        if handle is None:
+            raise ValueError(f"not bound to {endpoint!r}")
+        self._stop_listener(handle, close_connections=True)
+        self._emit(Closed(endpoint))
+        await anyio.lowlevel.checkpoint()
+
+    async def connect(self, endpoint: str) -> None:
+        """Connect to ``endpoint``, reconnecting whenever the connection is lost.
+
+        Returns at once; the connection is made in the background (watch the monitor for
+        ``HandshakeSucceeded``). Messages sent before it is up are queued, unless ``immediate``.
+        """
+        self._task_group()
+        ep = parse_endpoint(endpoint)
+        name = str(ep)
+        if name in self._dialers:
+            raise ValueError(f"already connected to {name!r}")
+        pipe = self._new_pipe(name, persistent=True)
+        if self._strategy.attach_on_connect and not self.options.immediate:
+            self._attach(pipe)
+        handle = _DialerHandle(name, pipe)
+        self._dialers[name] = handle
+        if isinstance(ep, InprocEndpoint):
+            inproc.connect(self, ep.name, pipe)
+        else:
+            self._spawn(self._dial_loop, handle, ep)
+        await anyio.lowlevel.checkpoint()
+
+    async def disconnect(self, endpoint: str) -> None:
+        """Stop connecting to ``endpoint`` and drop its connection and queued messages."""
+        name = str(parse_endpoint(endpoint))
+        handle = self._dialers.pop(name, None)
+        if handle is None:
+            raise ValueError(f"not connected to {endpoint!r}")
+        self._stop_dialer(handle)
+        self._emit(Closed(name))
+        await anyio.lowlevel.checkpoint()
+
+    def _stop_listener(self, handle: _ListenerHandle, close_connections: bool) -> None:
+        if handle.bound is None:
+            inproc.unbind(self, handle.endpoint.removeprefix("inproc://"), close_connections)
+            return
+        if handle.scope is not None:
+            handle.scope.cancel()  # stops accepting; the listener closes in _accept_loop
+        if close_connections:
+            for connection in list(handle.connections):
+                connection.close("endpoint unbound" if not self._closed else "socket closed")
+
+    def _stop_dialer(self, handle: _DialerHandle) -> None:
+        if handle.scope is not None:
+            handle.scope.cancel()
+        if handle.connection is not None:
+            handle.connection.close("disconnected")
+        if handle.endpoint.startswith("inproc://"):
+            inproc.disconnect(self, handle.endpoint.removeprefix("inproc://"), handle.pipe)
+        self._remove_pipe(handle.pipe)
+
+    async def _accept_loop(self, handle: _ListenerHandle) -> None:
+        """Accept connections until the listener's scope is cancelled.
+
+        Connections run in a task group *outside* the accepting scope, so that stopping the
+        listener (close with linger) leaves established connections flushing.
+        """
+        assert handle.bound is not None
+        bound = handle.bound
+        async with anyio.create_task_group() as connections:
+            with anyio.CancelScope() as scope:
+                handle.scope = scope
+                try:
+                    while True:
+                        try:
+                            stream = await bound.listener.accept()
+                        except OSError as exc:  # e.g. EMFILE: report, back off, keep serving
+                            self._emit(BindFailed(handle.endpoint, f"accept failed: {exc}"))
+                            await anyio.sleep(0.1)
+                            continue
+                        address = peer_address(stream)
+                        self._emit(Accepted(handle.endpoint, address))
+                        connection = StreamConnection(self, stream, handle.endpoint, address, None)
+                        handle.connections.add(connection)
+                        connections.start_soon(self._run_accepted, handle, connection)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await bound.aclose()
+
+    async def _run_accepted(self, handle: _ListenerHandle, connection: StreamConnection) -> None:
+        try:
+            await connection.run()
+        finally:
+            handle.connections.discard(connection)
+
+    async def _dial_loop(self, handle: _DialerHandle, ep: Any) -> None:
+        opts = self.options
+        base = opts.reconnect_ivl
+        interval = base or 0.0
+        with anyio.CancelScope() as scope:
+            handle.scope = scope
+            while True:
+                try:
+                    stream = await dial(ep)
+                except OSError as exc:
+                    self._emit(ConnectDelayed(handle.endpoint, exc.strerror or str(exc)))
+                else:
+                    address = peer_address(stream)
+                    self._emit(Connected(handle.endpoint, address))
+                    connection = StreamConnection(
+                        self, stream, handle.endpoint, address, handle.pipe
+                    )
+                    handle.connection = connection
+                    try:
+                        await connection.run()
+                    finally:
+                        handle.connection = None
+                    if connection.handshaken:
+                        interval = base or 0.0  # a session worked: restart the back-off
+                if base is None:
+                    return  # reconnect disabled
+                delay = _reconnect_delay(base, interval)
+                if opts.reconnect_ivl_max > base:
+                    interval = min(interval * 2, opts.reconnect_ivl_max)
+                self._emit(ConnectRetried(handle.endpoint, delay))
+                await anyio.sleep(delay)
+
+    # ------------------------------------------------------------------ monitor
+
+    def monitor(self) -> Monitor:
+        """A new monitor: an async iterator of this socket's events from now until it closes."""
+        monitor = Monitor()
+        if self._closed:
+            monitor._push(MonitorStopped())
+        else:
+            self._monitors.append(monitor)
+        return monitor
+
+    def _emit(self, event: MonitorEvent) -> None:
+        if not self._monitors:
+            return
+        alive = []
+        for monitor in self._monitors:
+            if not monitor._closed:
+                monitor._push(event)
+                alive.append(monitor)
+        self._monitors = alive
+
+    # ------------------------------------------------------------------ extension
+
+    def install_extension(self, extension: SocketExtension) -> None:
+        """Install the socket's extension (once, before the first bind/connect)."""
+        if self.extension is not None:
+            raise RuntimeError("an extension is already installed")
+        if self._listeners or self._dialers:
+            raise RuntimeError("install extensions before bind/connect")
+        self.extension = extension
+
+    def wake_senders(self) -> None:
+        """Re-try blocked sends (an extension calls this when its send gate opens)."""
+        self._wake_senders()
+
+    @property
+    def peers(self) -> list[PeerInfo]:
+        """Every peer with a live connection."""
+        return [p.peer for p in self._pipes if p.connected and p.peer is not None]
+
+    # ------------------------------------------------------------------ send / recv
+
+    async def send(self, data: bytes | bytearray | memoryview | str) -> None:
+        """Send a single-part message."""
+        await self.send_multipart((data,))
+
+    async def send_multipart(self, parts: Iterable[Any]) -> None:
+        """Send a message of one or more parts, atomically.
+
+        Blocks while the socket type has no peer with room (the HWM); raises TimeoutError after
+        ``send_timeout``. If cancelled, the message was either queued whole or not at all.
+        """
+        if self._closing:
+            raise SocketClosed("socket is closed")
+        message = _as_message(parts)
+        strategy = self._strategy
+        strategy.check_send(message)
+        await checkpoint_if_cancelled()
+        if strategy.try_send(message):
+            self._ops += 1
+            if self._ops >= _YIELD_EVERY:
+                self._ops = 0
+                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
+            return
+        with self._timeout(self.options.send_timeout, "send"):
+            while True:
+                if self._send_wakeup is None:
+                    self._send_wakeup = anyio.Event()
+                await self._send_wakeup.wait()
+                if self._closing:
+                    raise SocketClosed("socket is closed")
+                if strategy.try_send(message):
+                    return
+
+    async def recv(self) -> bytes:
+        """Receive a message and return its only part (raises if it has several)."""
+        message = await self.recv_multipart()
+        if len(message) != 1:
+            raise ValueError(
+                f"received a {len(message)}-part message; use recv_multipart() for multipart"
+            )
+        return message[0]
+
+    async def recv_multipart(self) -> list[bytes]:
+        """Receive the next message as a list of parts.
+
+        Raises TimeoutError after ``recv_timeout``. A cancelled ``recv`` never loses a message.
+        """
+        strategy = self._strategy
+        await checkpoint_if_cancelled()
+        message = strategy.try_recv()
+        if message is not None:
+            self._ops += 1
+            if self._ops >= _YIELD_EVERY:
+                self._ops = 0
+                await cancel_shielded_checkpoint()
+            return message
+        if self._closed:
+            raise SocketClosed("socket is closed")
+        strategy.check_recv()
+        with self._timeout(self.options.recv_timeout, "recv"):
+            while True:
+                if self._recv_wakeup is None:
+                    self._recv_wakeup = anyio.Event()
+                await self._recv_wakeup.wait()
+                message = strategy.try_recv()
+                if message is not None:
+                    return message
+                if self._closed:
+                    raise SocketClosed("socket is closed")
+
+    def __aiter__(self) -> AsyncIterator[list[bytes]]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[list[bytes]]:
+        """``async for message in socket``: messages until the socket closes."""
+        while True:
+            try:
+                yield await self.recv_multipart()
+            except SocketClosed:
+                return
+
+    @staticmethod
+    def _timeout(seconds: float | None, what: str) -> AbstractContextManager[Any]:
+        if seconds is None:
+            return nullcontext()
+        return anyio.fail_after(seconds)
+
+    def _wake_senders(self) -> None:
+        wakeup = self._send_wakeup
+        if wakeup is not None:
+            self._send_wakeup = None
+            wakeup.set()
+
+    def _wake_receivers(self) -> None:
+        wakeup = self._recv_wakeup
+        if wakeup is not None:
+            self._recv_wakeup = None
+            wakeup.set()
+
+    # ------------------------------------------------------------------ engine interface
+    # Called by connections (stream or inproc); not public API.
+
+    def _make_mechanism(self) -> Mechanism:
+        return NullMechanism(b"", as_server=False)
+
+    def _extension_properties(self) -> Mapping[str, bytes] | None:
+        if self.extension is None:
+            return None
+        return self.extension.handshake_properties()
+
+    def _new_pipe(
+        self,
+        endpoint: str,
+        persistent: bool,
+        inbox: MessageQueue | None = None,
+        outbox: MessageQueue | None = None,
+    ) -> Pipe:
+        opts = self.options
+        if inbox is None:
+            inbox = MessageQueue(hwm_capacity(opts.recv_hwm))
+        if outbox is None:
+            outbox = MessageQueue(hwm_capacity(opts.send_hwm))
+        pipe = Pipe(endpoint, inbox, outbox, persistent)
+        strategy = self._strategy
+        wake = self._wake_receivers
+
+        def on_data() -> None:
+            strategy.readable(pipe)
+            wake()
+
+        inbox.on_data = on_data
+        outbox.on_space = self._wake_senders
+        self._pipes.add(pipe)
+        return pipe
+
+    def _attach(self, pipe: Pipe) -> str | None:
+        if pipe.attached:
+            return None
+        reason = self._strategy.attach(pipe)
+        if reason is None:
+            pipe.attached = True
+            self._wake_senders()
+        return reason
+
+    def _pipe_handshake(self, pipe: Pipe, peer: PeerInfo, command_sink: Any) -> str | None:
+        """A connection behind ``pipe`` completed its handshake; returns a rejection reason."""
+        pipe.peer = peer
+        ext = self.extension
+        if ext is not None:
+            reason = ext.validate_peer(pipe, peer)
+            if reason is not None:
+                return reason
+        reason = self._attach(pipe)
+        if reason is not None:
+            return reason
+        pipe.connected = True
+        pipe._command_sink = command_sink
+        self._strategy.connected(pipe)
+        if ext is not None:
+            ext.pipe_connected(pipe)
+        self._wake_senders()
+        return None
+
+    def _pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
+        if not pipe.connected:
+            return
+        pipe.connected = False
+        pipe._command_sink = None
+        self._strategy.disconnected(pipe)
+        if self.extension is not None:
+            self.extension.pipe_disconnected(pipe, reason)
+        if not pipe.persistent:
+            self._remove_pipe(pipe)
+        elif self.options.immediate and pipe.attached:
+            pipe.attached = False
+            self._strategy.detach(pipe)
+        self._written()
+
+    def _remove_pipe(self, pipe: Pipe) -> None:
+        if pipe not in self._pipes:
+            return
+        self._pipes.discard(pipe)
+        if pipe.attached:
+            pipe.attached = False
+            self._strategy.detach(pipe)
+        pipe.outbox.clear()  # undeliverable: the peer is gone for good
+        if self.extension is not None:
+            self.extension.pipe_removed(pipe)
+
+    def _incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        ext = self.extension
+        if ext is not None:
+            messages = [m for m in messages if ext.on_receive(pipe, m)]
+            if not messages:
+                return
+        self._strategy.incoming(pipe, messages)
+
+    def _incoming_one(self, pipe: Pipe, message: Message) -> None:
+        ext = self.extension
+        if ext is not None and not ext.on_receive(pipe, message):
+            return
+        self._strategy.incoming_one(pipe, message)
+
+    def _command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
+        if not self._strategy.command(pipe, name, data) and self.extension is not None:
+            self.extension.on_command(pipe, name, data)
+
+    def _written(self) -> None:
+        """A connection wrote a batch (lets a lingering close re-check its queues)."""
+        wakeup = self._flush_wakeup
+        if wakeup is not None:
+            self._flush_wakeup = None
+            wakeup.set()
+
+    def _local_properties(self) -> dict[str, bytes]:
+        """Our handshake metadata as a mapping (inproc exchanges it without encoding)."""
+        props = {"Socket-Type": self.socket_type.encode()}
+        if self.socket_type in ("REQ", "DEALER", "ROUTER"):
+            props["Identity"] = self.options.identity
+        props.update(self._extension_properties() or {})
+        return props
+
+
+def _reconnect_delay(base: float, interval: float) -> float:
+    """libzmq's schedule: the interval plus a random jitter of up to the base interval."""
+    if base <= 0:
+        return 0.0
+    return interval + random.uniform(0, base)

@@ -1,0 +1,82 @@
+"""Stream transports (tcp, ipc) on anyio: listen and dial, returning anyio byte streams.
+
+Only this module and :mod:`zmtp.transport.inproc` know about transports; the engine sees an
+anyio ``ByteStream`` plus two strings (our endpoint, the peer's address).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import ByteStream, SocketAttribute, SocketListener
+
+from .endpoint import IpcEndpoint, TcpEndpoint
+
+
+@dataclass
+class BoundListener:
+    """A listening transport and the endpoint string it resolved to (real port, real path)."""
+
+    listener: SocketListener
+    endpoint: str
+    unlink_path: str | None = None  #: ipc socket file to remove on close
+
+    async def aclose(self) -> None:
+        await self.listener.aclose()
+        if self.unlink_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.unlink_path)
+
+
+async def listen(endpoint: TcpEndpoint | IpcEndpoint, backlog: int) -> BoundListener:
+    """Bind and listen. Raises OSError (e.g. address in use) for the caller to report."""
+    if isinstance(endpoint, TcpEndpoint):
+        host = "0.0.0.0" if endpoint.host == "*" else endpoint.host
+        infos = await anyio.getaddrinfo(host, endpoint.port, type=socket.SOCK_STREAM)
+        if not infos:
+            raise OSError(f"cannot resolve {host!r}")
+        family, _, _, _, sockaddr = infos[0]
+        multi = await anyio.create_tcp_listener(
+            local_host=str(sockaddr[0]),
+            local_port=endpoint.port,
+            family=socket.AF_INET6 if family == socket.AF_INET6 else socket.AF_INET,
+            backlog=backlog,
+        )
+        listener = multi.listeners[0]
+        assert isinstance(listener, SocketListener)
+        local = listener.extra(SocketAttribute.local_address)
+        assert isinstance(local, tuple)
+        return BoundListener(listener, str(TcpEndpoint(str(local[0]), int(local[1]))))
+    path = endpoint.path
+    if path == "*":
+        path = os.path.join(tempfile.gettempdir(), f"zmtp-{uuid.uuid4().hex[:12]}.ipc")
+    ipc = IpcEndpoint(path)
+    unix_listener = await anyio.create_unix_listener(ipc.address, backlog=backlog)
+    return BoundListener(unix_listener, str(ipc), None if ipc.abstract else ipc.address)
+
+
+async def dial(endpoint: TcpEndpoint | IpcEndpoint) -> ByteStream:
+    """Open a stream to a listening peer."""
+    if isinstance(endpoint, TcpEndpoint):
+        if endpoint.host == "*" or endpoint.port == 0:
+            raise OSError(f"cannot connect to a wildcard endpoint {endpoint}")
+        return await anyio.connect_tcp(endpoint.host, endpoint.port)
+    return await anyio.connect_unix(endpoint.address)
+
+
+def peer_address(stream: ByteStream) -> str:
+    """A printable peer address for monitor events and ZAP ("host:port", or a path)."""
+    try:
+        remote = stream.extra(SocketAttribute.remote_address)
+    except Exception:
+        return ""
+    if isinstance(remote, tuple):
+        host, port = remote[0], remote[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(remote)
