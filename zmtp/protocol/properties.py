@@ -23,8 +23,11 @@ class Properties(Mapping[str, bytes]):
     __slots__ = ("_items", "_lower")
 
     def __init__(self, items: Mapping[str, bytes] | None = None) -> None:
-        self._items: dict[str, bytes] = dict(items or {})
-        self._lower = {k.lower(): k for k in self._items}
+        items = dict(items or {})
+        self._lower = {k.lower(): k for k in items}
+        # Names differing only in case are one property: keep the last, as lookups do, so that
+        # iteration, len() and items() agree with [] (a peer may send both spellings).
+        self._items: dict[str, bytes] = {k: items[k] for k in self._lower.values()}
 
     def __getitem__(self, name: str) -> bytes:
         return self._items[self._lower[name.lower()]]

@@ -28,6 +28,9 @@ class RoutingStrategy:
     attach_on_connect: ClassVar[bool] = True
     can_send: ClassVar[bool] = True
     can_recv: ClassVar[bool] = True
+    #: Whether :meth:`check_send` must run before each send (skipped on the fast path when
+    #: False). Types with send rules (REQ alternation, draft single-part) set it True.
+    send_check: ClassVar[bool] = False
 
     def __init__(self, socket: Socket) -> None:
         self.socket = socket
@@ -154,7 +157,8 @@ class LoadBalancer:
         ext = self.socket.extension
         if n == 1 and ext is None:
             pipe = pipes[0]
-            if pipe.outbox.full:
+            outbox = pipe.outbox
+            if len(outbox.items) >= outbox.capacity:
                 return False
             pipe.send(message)
             return True
@@ -162,7 +166,10 @@ class LoadBalancer:
         for i in range(n):
             index = (start + i) % n
             pipe = pipes[index]
-            if pipe.outbox.full or (ext is not None and not ext.can_send(pipe)):
+            outbox = pipe.outbox
+            if len(outbox.items) >= outbox.capacity or (
+                ext is not None and not ext.can_send(pipe)
+            ):
                 continue
             self._next = (index + 1) % n
             pipe.send(message)

@@ -42,5 +42,4 @@ class Pair(FairQueue, RoutingStrategy):
         pipe.send(parts)
         return True
 
-    def try_recv(self) -> Message | None:
-        return self.fq_recv()
+    try_recv = FairQueue.fq_recv

@@ -35,8 +35,7 @@ class Push(LoadBalancer, RoutingStrategy):
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
         """See :meth:`incoming`."""
 
-    def try_send(self, parts: Message) -> bool:
-        return self.lb_send(parts)
+    try_send = LoadBalancer.lb_send
 
 
 class Pull(FairQueue, RoutingStrategy):
@@ -49,5 +48,4 @@ class Pull(FairQueue, RoutingStrategy):
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
 
-    def try_recv(self) -> Message | None:
-        return self.fq_recv()
+    try_recv = FairQueue.fq_recv
