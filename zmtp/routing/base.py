@@ -151,7 +151,7 @@ class LoadBalancer:
         if self._next >= len(self._out):
             self._next = 0
 
-    def lb_send(self, message: Message) -> bool:
+    def lb_send(self, parts: Message) -> bool:
         pipes = self._out
         n = len(pipes)
         ext = self.socket.extension
