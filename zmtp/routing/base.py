@@ -160,7 +160,7 @@ class LoadBalancer:
             outbox = pipe.outbox
             if len(outbox.items) >= outbox.capacity:
                 return False
-            pipe.send(message)
+            pipe.send(parts)
             return True
         start = self._next
         for i in range(n):
@@ -172,6 +172,6 @@ class LoadBalancer:
             ):
                 continue
             self._next = (index + 1) % n
-            pipe.send(message)
+            pipe.send(parts)
             return True
         return False
