@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.test_protocol_helpers import only_failure, ready_connection, split_commands
+from tests.test_protocol_helpers import failure, only_failure, ready_connection, split_commands
 from zmtp.protocol import (
     Command,
     CommandReceived,
@@ -14,6 +14,7 @@ from zmtp.protocol import (
     MessagesReceived,
     Properties,
     ProtocolError,
+    State,
     commands,
     encode_command,
     encode_message,
@@ -317,3 +318,15 @@ def test_encode_messages_on_a_ready_null_connection() -> None:
     conn = ready_connection()
     batch = [[b"", b"a"], [b"b" * 300]]
     assert conn.encode_messages(batch) == encode_messages(batch)
+
+
+def test_messages_before_a_malformed_frame_in_the_same_read_are_delivered() -> None:
+    # "Bad input loses nothing": the valid messages a peer sent before breaking the protocol
+    # reach the application; only then does the connection fail.
+    conn = ready_connection("PULL", "PUSH")
+    wire = encode_message([b"one"]) + encode_message([b"two"]) + bytes((0x08, 1)) + b"x"
+    events = conn.receive_data(wire)
+    assert isinstance(events[0], MessagesReceived)
+    assert events[0].messages == [[b"one"], [b"two"]]
+    assert "reserved" in failure(events).reason
+    assert conn.state is State.CLOSED

@@ -33,10 +33,18 @@ def long_frame(body: bytes, flags: int = 0) -> bytes:
     return bytes((flags | LONG,)) + len(body).to_bytes(8, "big") + body
 
 
+def feed_strict(decoder: FrameDecoder, data: bytes) -> list[list[bytes] | Command]:
+    """Feed and raise the decoder's error, if it met one (it reports errors, not raises)."""
+    items = decoder.feed(data)
+    if decoder.error is not None:
+        raise decoder.error
+    return items
+
+
 def feed_in_chunks(decoder: FrameDecoder, data: bytes, size: int) -> list[list[bytes] | Command]:
     out: list[list[bytes] | Command] = []
     for i in range(0, len(data), size):
-        out += decoder.feed(data[i : i + size])
+        out += feed_strict(decoder, data[i : i + size])
     return out
 
 
@@ -200,13 +208,13 @@ def test_decoded_parts_are_bytes() -> None:
 @pytest.mark.parametrize("bit", [0x08, 0x10, 0x20, 0x40, 0x80])
 def test_reserved_flag_bits_rejected(bit: int) -> None:
     with pytest.raises(ProtocolError, match="reserved"):
-        FrameDecoder().feed(bytes((bit, 1)) + b"x")
+        feed_strict(FrameDecoder(), bytes((bit, 1)) + b"x")
 
 
 @pytest.mark.parametrize("bit", [0x08, 0x80])
 def test_reserved_flag_bits_rejected_in_long_form(bit: int) -> None:
     with pytest.raises(ProtocolError, match="reserved"):
-        FrameDecoder().feed(long_frame(b"x", bit))
+        feed_strict(FrameDecoder(), long_frame(b"x", bit))
 
 
 @pytest.mark.parametrize("bit", [0x08, 0x80])
@@ -220,30 +228,39 @@ def test_more_on_a_command_rejected(flags: int) -> None:
     body = b"\x04PING\x00\x00"
     wire = long_frame(body, flags) if flags & LONG else bytes((flags, len(body))) + body
     with pytest.raises(ProtocolError, match="MORE"):
-        FrameDecoder().feed(wire)
+        feed_strict(FrameDecoder(), wire)
 
 
 def test_command_in_the_middle_of_a_multipart_rejected() -> None:
     wire = encode_frame(b"first", MORE) + encode_command(b"PING", b"\x00\x00")
     with pytest.raises(ProtocolError, match="middle of a multipart"):
-        FrameDecoder().feed(wire)
+        feed_strict(FrameDecoder(), wire)
 
 
 def test_command_in_the_middle_of_a_multipart_rejected_across_feeds() -> None:
     decoder = FrameDecoder()
     assert decoder.feed(encode_frame(b"first", MORE)) == []
     with pytest.raises(ProtocolError, match="middle of a multipart"):
-        decoder.feed(encode_command(b"PING", b"\x00\x00"))
+        feed_strict(decoder, encode_command(b"PING", b"\x00\x00"))
+
+
+def test_items_before_a_bad_frame_are_still_returned() -> None:
+    # A peer that breaks the protocol must not cost us the valid messages it sent first.
+    decoder = FrameDecoder()
+    wire = encode_message([b"one"]) + encode_message([b"two", b"2"]) + bytes((0x08, 1)) + b"x"
+    assert decoder.feed(wire) == [[b"one"], [b"two", b"2"]]
+    assert decoder.error is not None
+    assert "reserved" in decoder.error.reason
 
 
 def test_empty_command_body_rejected() -> None:
     with pytest.raises(ProtocolError):
-        FrameDecoder().feed(b"\x04\x00")
+        feed_strict(FrameDecoder(), b"\x04\x00")
 
 
 def test_command_name_length_beyond_body_rejected() -> None:
     with pytest.raises(ProtocolError, match="name length"):
-        FrameDecoder().feed(b"\x04\x03\x05AB")
+        feed_strict(FrameDecoder(), b"\x04\x03\x05AB")
 
 
 # --------------------------------------------------------------------- max_message_size
@@ -252,7 +269,7 @@ def test_command_name_length_beyond_body_rejected() -> None:
 def test_max_message_size_enforced_from_the_long_header_alone() -> None:
     decoder = FrameDecoder(max_message_size=MIB)
     with pytest.raises(MessageTooLarge):
-        decoder.feed(LONG_HEADER_2_POW_40)
+        feed_strict(decoder, LONG_HEADER_2_POW_40)
     assert decoder.buffered == 0
 
 
@@ -261,7 +278,7 @@ def test_max_message_size_raises_exactly_when_the_header_completes() -> None:
     for byte in LONG_HEADER_2_POW_40[:-1]:
         assert decoder.feed(bytes((byte,))) == []
     with pytest.raises(MessageTooLarge):
-        decoder.feed(LONG_HEADER_2_POW_40[-1:])
+        feed_strict(decoder, LONG_HEADER_2_POW_40[-1:])
 
 
 def test_max_message_size_enforced_by_next_frame_from_the_header_alone() -> None:
@@ -280,7 +297,7 @@ def test_per_frame_limit_accepts_exactly_the_limit() -> None:
 
 def test_per_frame_limit_rejects_one_byte_more() -> None:
     with pytest.raises(MessageTooLarge):
-        FrameDecoder(max_message_size=100).feed(encode_frame(b"x" * 101))
+        feed_strict(FrameDecoder(max_message_size=100), encode_frame(b"x" * 101))
 
 
 def test_limit_is_per_frame_not_per_message() -> None:
@@ -291,7 +308,7 @@ def test_limit_is_per_frame_not_per_message() -> None:
 
 def test_per_frame_limit_applies_to_commands_too() -> None:
     with pytest.raises(MessageTooLarge):
-        FrameDecoder(max_message_size=100).feed(encode_command(b"X-BIG", b"d" * 100))
+        feed_strict(FrameDecoder(max_message_size=100), encode_command(b"X-BIG", b"d" * 100))
 
 
 def test_unlimited_by_default_a_huge_header_only_waits() -> None:
@@ -371,7 +388,7 @@ def test_large_body_respects_the_limit() -> None:
     decoder = FrameDecoder(max_message_size=MIB)
     assert decoder.feed(encode_frame(b"m" * MIB)) == [[b"m" * MIB]]
     with pytest.raises(MessageTooLarge):
-        decoder.feed(encode_frame(b"m" * (MIB + 1))[:9])
+        feed_strict(decoder, encode_frame(b"m" * (MIB + 1))[:9])
 
 
 # ------------------------------------------------------------------------- next_frame

@@ -177,13 +177,22 @@ def test_zmtp_1_0_byte_9_bit_0_clear_refused_at_byte_9() -> None:
     assert "1.0" in failure(events).reason
 
 
-@pytest.mark.parametrize("major", [0, 1, 2])
-def test_zmtp_2_0_and_older_majors_refused_at_the_major_byte(major: int) -> None:
+@pytest.mark.parametrize(("major", "version"), [(0, "ZMTP 1.0"), (1, "ZMTP 2.0")])
+def test_zmtp_2_0_and_older_majors_refused_at_the_major_byte(major: int, version: str) -> None:
+    # The revision byte is 0 for versioned ZMTP 1.0 framing and 1 for ZMTP 2.0 (RFC 15).
     at, events = feed_bytewise(Connection("DEALER"), peer_greeting(major=major, minor=0))
     assert at == 10
     fail = failure(events)
     assert fail.kind == "protocol"
     assert fail.during_handshake
+    assert version in fail.reason
+
+
+def test_revision_2_is_spoken_to_as_3_1_like_libzmq() -> None:
+    # libzmq treats every revision other than 0 and 1 as ZMTP 3.x (spec §1.1).
+    conn = Connection("DEALER")
+    assert conn.receive_data(peer_greeting(major=2, minor=0)) == []
+    assert conn.zmtp_minor == 1
 
 
 def test_http_request_refused_at_the_first_byte() -> None:

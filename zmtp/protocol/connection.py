@@ -137,10 +137,13 @@ class Connection:
         if state is State.READY:
             if self._ping_timeout is not None or self._ttl_deadline is not None:
                 self._ping_timeout = self._ttl_deadline = None  # any traffic is a sign of life
-            try:
-                items = self._decoder.feed(data)
-            except ProtocolError as exc:
-                return self._fail(exc.reason, "protocol", [])
+            decoder = self._decoder
+            items = decoder.feed(data)
+            if decoder.error is not None:
+                events = self._dispatch(items, now) if items else []
+                if self.state is State.CLOSED:
+                    return events
+                return self._fail(decoder.error.reason, "protocol", events)
             if not items:
                 return []
             return self._dispatch(items, now)
@@ -193,6 +196,8 @@ class Connection:
             items = decoder.feed(b"")
             if items:
                 events.extend(self._dispatch(items, now))
+            if decoder.error is not None and self.state is not State.CLOSED:
+                raise decoder.error
 
     def _complete_handshake(self, now: float, events: list[Event]) -> None:
         mech = self.mechanism

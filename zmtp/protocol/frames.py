@@ -148,6 +148,7 @@ class FrameDecoder:
         "_chunks_need",
         "_max",
         "_parts",
+        "error",
         "transform",
     )
 
@@ -160,6 +161,8 @@ class FrameDecoder:
         self._chunks_need = 0
         self._chunks_flags = 0
         self.transform: FrameTransform | None = None
+        #: Set when ``feed`` met malformed input (see :meth:`feed`).
+        self.error: ProtocolError | None = None
 
     @property
     def buffered(self) -> int:
@@ -170,14 +173,22 @@ class FrameDecoder:
         return held
 
     def feed(self, data: bytes) -> list[list[bytes] | Command]:
-        """Parse ``data`` (appended to anything buffered) into complete items."""
+        """Parse ``data`` (appended to anything buffered) into complete items.
+
+        On malformed input the items decoded *before* the bad frame are still returned and
+        :attr:`error` is set: a peer that breaks the protocol must not cost us the valid
+        messages it sent first. The decoder must not be fed again after an error.
+        """
         out: list[list[bytes] | Command] = []
-        if self._chunks is not None:
-            data = self._feed_large(data, out)
-            if not data:
-                return out
-        buf = self._buf + data if self._buf else data
-        self._parse(buf, out)
+        try:
+            if self._chunks is not None:
+                data = self._feed_large(data, out)
+                if not data:
+                    return out
+            buf = self._buf + data if self._buf else data
+            self._parse(buf, out)
+        except ProtocolError as exc:
+            self.error = exc
         return out
 
     def _feed_large(self, data: bytes, out: list[list[bytes] | Command]) -> bytes:

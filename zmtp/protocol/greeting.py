@@ -56,8 +56,11 @@ def check_greeting_prefix(data: bytes) -> None:
         )
     if len(data) >= 10 and not data[9] & 0x01:
         raise ProtocolError("peer speaks unversioned ZMTP 1.0, which is not supported")
-    if len(data) >= 11 and data[10] < 3:
-        raise ProtocolError(f"peer speaks ZMTP {data[10]}.0; only ZMTP 3.x is supported")
+    if len(data) >= 11 and data[10] < 2:
+        # Revision byte 0 is ZMTP 1.0 framing, 1 is ZMTP 2.0 (RFC 15). libzmq treats any other
+        # value (2, or 4 and up) as 3.x, and so do we.
+        version = "1.0" if data[10] == 0 else "2.0"
+        raise ProtocolError(f"peer speaks ZMTP {version}; only ZMTP 3.x is supported")
 
 
 def parse_greeting(data: bytes, expected_mechanism: bytes) -> PeerGreeting:
@@ -66,8 +69,8 @@ def parse_greeting(data: bytes, expected_mechanism: bytes) -> PeerGreeting:
         raise ValueError("a greeting is 64 bytes")
     check_greeting_prefix(data)
     major, minor = data[10], data[11]
-    if major > 3:
-        minor = 1  # newer peers are spoken to as 3.1 (RFC 37: keep speaking our own version)
+    if major != 3:
+        minor = 1  # other versions are spoken to as 3.1, as libzmq does (RFC 37 negotiation)
     mech = bytes(data[_MECH_OFFSET : _MECH_OFFSET + _MECH_SIZE]).rstrip(b"\0")
     if mech != expected_mechanism:
         raise ProtocolError(
