@@ -140,10 +140,10 @@ class Connection:
             decoder = self._decoder
             items = decoder.feed(data)
             if decoder.error is not None:
-                events = self._dispatch(items, now) if items else []
-                if self.state is State.CLOSED:
-                    return events
-                return self._fail(decoder.error.reason, "protocol", events)
+                before = self._dispatch(items, now) if items else []
+                if before and isinstance(before[-1], ConnectionFailed):
+                    return before  # a malformed PING already failed the connection
+                return self._fail(decoder.error.reason, "protocol", before)
             if not items:
                 return []
             return self._dispatch(items, now)
@@ -196,7 +196,9 @@ class Connection:
             items = decoder.feed(b"")
             if items:
                 events.extend(self._dispatch(items, now))
-            if decoder.error is not None and self.state is not State.CLOSED:
+            if decoder.error is not None and not (
+                events and isinstance(events[-1], ConnectionFailed)
+            ):
                 raise decoder.error
 
     def _complete_handshake(self, now: float, events: list[Event]) -> None:
