@@ -17,6 +17,7 @@ reading hold ``close()`` forever.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,8 @@ from .pipe import Pipe
 
 if TYPE_CHECKING:
     from ..socket import Socket
+
+logger = logging.getLogger("zmtp")
 
 _MAX_BATCH_MESSAGES = 4096
 _MAX_BATCH_BYTES = 1 << 20
@@ -95,6 +98,9 @@ class StreamConnection:
                 tg.start_soon(self._timer_loop)
                 await self._read_loop()
                 tg.cancel_scope.cancel()
+        except Exception as exc:  # a bug must cost one connection, never the socket
+            logger.exception("zmtp: internal error on connection %s", self.endpoint)
+            self._end(f"internal error: {exc!r}", "protocol")
         finally:
             with anyio.CancelScope(shield=True):
                 await self._shutdown()
