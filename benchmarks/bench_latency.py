@@ -1,0 +1,688 @@
+"""Round-trip latency (ping-pong) between two processes over tcp on 127.0.0.1.
+
+Cases (``--case``, default all):
+
+* ``anyio-tcp-asyncio`` / ``anyio-tcp-trio``: a raw anyio TCP byte stream echo, the floor any
+  anyio-based stack pays (two event-loop wake-ups and four syscalls per round trip);
+* ``zmtp-pair-asyncio`` / ``zmtp-pair-trio``: zmtp PAIR <-> PAIR;
+* ``pyzmq-pair-sync`` / ``pyzmq-pair-asyncio``: pyzmq PAIR <-> PAIR (blocking and zmq.asyncio).
+
+The server (echo side) binds and runs in one process, the client connects from another, sends
+one message, waits for the echo, and records the round-trip time with ``perf_counter_ns``. Each
+round warms up for ``--warmup`` seconds, then collects samples for ``--duration`` seconds (at
+most ``--max-samples``); p50/p99 of a round are nearest-rank percentiles. With ``--repeat`` > 1
+the table shows the median (or ``--stat best``: lowest) of the rounds' percentiles.
+
+Adding a case (REQ/REP, PUB/SUB fan-out...): write a server role and a client role (child
+functions ``role(ctrl, params)``; the client helpers :func:`client_rounds_async` /
+:func:`client_rounds_sync` do the timing) and append a :class:`Case` to ``CASES``. A case may
+have several clients (``clients=N``; each gets ``params["client_index"]``) and a server that
+takes part in rounds (``server_in_rounds=True``), which is what fan-out needs: every result
+carrying ``"samples"`` is pooled. See benchmarks/README.md.
+
+Usage: ``python benchmarks/bench_latency.py [--quick] [--case ...] [--sizes 64,1k] [--json out]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from array import array
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter, perf_counter_ns
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    PIN_CHOICES,
+    PIN_HELP,
+    BenchError,
+    WorkerGroup,
+    check_pin,
+    control_recv_async,
+    control_recv_asyncio,
+    environment,
+    fmt_ratio,
+    fmt_us,
+    log,
+    parse_sizes,
+    percentile,
+    pin_cpu,
+    render_table,
+    require,
+    size_label,
+    summarize,
+    write_json,
+)
+
+Params = dict[str, Any]
+LOCALHOST = "127.0.0.1"
+
+# =========================================================================== client helpers
+# A client role connects, sends ("ready", None), then for every ("run", r) it calls
+# ``client_rounds_*`` with a round-trip function and answers ("result", {"samples": bytes}).
+# r = {"warmup": seconds, "duration": seconds, "max_samples": int}.
+
+
+def _samples_result(samples: array[int]) -> dict[str, Any]:
+    return {"samples": samples.tobytes(), "n": len(samples)}
+
+
+async def client_rounds_async(
+    ctrl: Any, roundtrip: Callable[[], Awaitable[None]], recv_control: Callable[[Any], Any]
+) -> None:
+    """Serve rounds until "quit": warm up, then time ``await roundtrip()`` calls."""
+    while True:
+        cmd = await recv_control(ctrl)
+        if cmd[0] != "run":
+            return
+        r = cmd[1]
+        end = perf_counter() + r["warmup"]
+        while perf_counter() < end:
+            await roundtrip()
+        samples = array("q")
+        append = samples.append
+        max_samples = r["max_samples"]
+        end_ns = perf_counter_ns() + int(r["duration"] * 1e9)
+        while True:
+            t0 = perf_counter_ns()
+            await roundtrip()
+            t1 = perf_counter_ns()
+            append(t1 - t0)
+            if t1 >= end_ns or len(samples) >= max_samples:
+                break
+        ctrl.send(("result", _samples_result(samples)))
+
+
+def client_rounds_sync(ctrl: Any, roundtrip: Callable[[], None]) -> None:
+    """Blocking twin of :func:`client_rounds_async`."""
+    while True:
+        cmd = ctrl.recv()
+        if cmd[0] != "run":
+            return
+        r = cmd[1]
+        end = perf_counter() + r["warmup"]
+        while perf_counter() < end:
+            roundtrip()
+        samples = array("q")
+        append = samples.append
+        max_samples = r["max_samples"]
+        end_ns = perf_counter_ns() + int(r["duration"] * 1e9)
+        while True:
+            t0 = perf_counter_ns()
+            roundtrip()
+            t1 = perf_counter_ns()
+            append(t1 - t0)
+            if t1 >= end_ns or len(samples) >= max_samples:
+                break
+        ctrl.send(("result", _samples_result(samples)))
+
+
+def _check_echo(reply: Any, size: int) -> None:
+    if len(reply) != size:
+        raise AssertionError(f"echo of {len(reply)} bytes, expected {size}")
+
+
+async def _serve_until_quit(ctrl: Any, serve: Callable[[], Awaitable[None]]) -> None:
+    """Run ``serve()`` (an echo loop) until the harness says quit or the loop ends."""
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await control_recv_async(ctrl)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        await serve()
+        tg.cancel_scope.cancel()
+
+
+# =========================================================================== raw anyio TCP
+
+
+def raw_server(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_raw_server, ctrl, p, backend=p["backend"])
+
+
+async def _raw_server(ctrl: Any, p: Params) -> None:
+    import anyio
+    from anyio.abc import SocketAttribute, SocketListener
+
+    multi = await anyio.create_tcp_listener(local_host=LOCALHOST)
+    listener = multi.listeners[0]
+    assert isinstance(listener, SocketListener)
+    ctrl.send(("ready", f"tcp://{LOCALHOST}:{listener.extra(SocketAttribute.local_port)}"))
+    size = p["size"]
+    async with multi:
+        stream = await listener.accept()
+
+        async def echo() -> None:
+            async with stream:
+                receive, send = stream.receive, stream.send
+                buf = b""
+                while True:
+                    try:
+                        data = await receive(65536)
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                    buf = buf + data if buf else data
+                    while len(buf) >= size:  # echo whole messages only
+                        await send(buf[:size])
+                        buf = buf[size:]
+
+        await _serve_until_quit(ctrl, echo)
+
+
+def raw_client(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_raw_client, ctrl, p, backend=p["backend"])
+
+
+async def _raw_client(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    host, port = p["endpoint"].removeprefix("tcp://").rsplit(":", 1)
+    size = p["size"]
+    payload = os.urandom(size)
+    async with await anyio.connect_tcp(host, int(port)) as stream:
+        receive, send = stream.receive, stream.send
+
+        async def roundtrip() -> None:
+            await send(payload)
+            got = len(await receive(65536))
+            while got < size:
+                got += len(await receive(65536))
+            if got != size:
+                raise AssertionError(f"echo of {got} bytes, expected {size}")
+
+        ctrl.send(("ready", None))
+        await client_rounds_async(ctrl, roundtrip, control_recv_async)
+
+
+# =========================================================================== zmtp PAIR
+
+
+def zmtp_pair_server(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_zmtp_pair_server, ctrl, p, backend=p["backend"])
+
+
+async def _zmtp_pair_server(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    import zmtp
+
+    async with zmtp.Socket(zmtp.PAIR, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+        ctrl.send(("ready", await sock.bind(f"tcp://{LOCALHOST}:*")))
+
+        async def echo() -> None:
+            recv, send = sock.recv, sock.send
+            while True:
+                await send(await recv())
+
+        await _serve_until_quit(ctrl, echo)
+        with anyio.move_on_after(5):
+            await sock.close(linger=0)
+
+
+def zmtp_pair_client(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_zmtp_pair_client, ctrl, p, backend=p["backend"])
+
+
+async def _zmtp_pair_client(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    import zmtp
+
+    size = p["size"]
+    payload = os.urandom(size)
+    async with zmtp.Socket(zmtp.PAIR, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+        await sock.connect(p["endpoint"])
+        recv, send = sock.recv, sock.send
+
+        async def roundtrip() -> None:
+            await send(payload)
+            _check_echo(await recv(), size)
+
+        await roundtrip()  # the connection is up before we report ready
+        ctrl.send(("ready", None))
+        await client_rounds_async(ctrl, roundtrip, control_recv_async)
+        with anyio.move_on_after(5):
+            await sock.close(linger=0)
+
+
+# =========================================================================== pyzmq PAIR
+
+
+def pyzmq_pair_server(ctrl: Any, p: Params) -> None:
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PAIR)
+    sock.sndhwm = sock.rcvhwm = p["hwm"]
+    sock.rcvtimeo = 200  # only to notice "quit"; costs nothing while messages flow
+    try:
+        sock.bind(f"tcp://{LOCALHOST}:*")
+        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+        recv, send = sock.recv, sock.send
+        while True:
+            try:
+                send(recv())
+            except zmq.Again:
+                if ctrl.poll():
+                    break
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+def pyzmq_pair_client(ctrl: Any, p: Params) -> None:
+    import zmq
+
+    size = p["size"]
+    payload = os.urandom(size)
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PAIR)
+    sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        sock.connect(p["endpoint"])
+        recv, send = sock.recv, sock.send
+
+        def roundtrip() -> None:
+            send(payload)
+            _check_echo(recv(), size)
+
+        roundtrip()
+        ctrl.send(("ready", None))
+        client_rounds_sync(ctrl, roundtrip)
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+def pyzmq_asyncio_pair_server(ctrl: Any, p: Params) -> None:
+    import asyncio
+
+    asyncio.run(_pyzmq_asyncio_pair_server(ctrl, p))
+
+
+async def _pyzmq_asyncio_pair_server(ctrl: Any, p: Params) -> None:
+    import asyncio
+
+    import zmq
+    import zmq.asyncio
+
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.PAIR)
+    sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        sock.bind(f"tcp://{LOCALHOST}:*")
+        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+
+        async def echo() -> None:
+            recv, send = sock.recv, sock.send
+            while True:
+                await send(await recv())
+
+        echo_task = asyncio.ensure_future(echo())
+        quit_task = asyncio.ensure_future(control_recv_asyncio(ctrl))
+        done, _ = await asyncio.wait({echo_task, quit_task}, return_when=asyncio.FIRST_COMPLETED)
+        echo_task.cancel()
+        for task in done:
+            if task is echo_task and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+def pyzmq_asyncio_pair_client(ctrl: Any, p: Params) -> None:
+    import asyncio
+
+    asyncio.run(_pyzmq_asyncio_pair_client(ctrl, p))
+
+
+async def _pyzmq_asyncio_pair_client(ctrl: Any, p: Params) -> None:
+    import zmq
+    import zmq.asyncio
+
+    size = p["size"]
+    payload = os.urandom(size)
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.PAIR)
+    sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        sock.connect(p["endpoint"])
+        recv, send = sock.recv, sock.send
+
+        async def roundtrip() -> None:
+            await send(payload)
+            _check_echo(await recv(), size)
+
+        await roundtrip()
+        ctrl.send(("ready", None))
+        await client_rounds_async(ctrl, roundtrip, control_recv_asyncio)
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+# =========================================================================== registry
+
+
+@dataclass(frozen=True)
+class Case:
+    """One latency case: a server role (binds; sends ("ready", endpoint)) and ``clients``
+    client roles (get ``params["endpoint"]``; send ("ready", None); answer rounds)."""
+
+    name: str
+    server: Callable[[Any, Params], None]
+    client: Callable[[Any, Params], None]
+    requires: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    #: Reference for the "vs floor" column (a raw-stream case on the same event loop).
+    floor: str | None = None
+    clients: int = 1
+    #: The server also gets ("run", r) each round and answers ("result", {...}).
+    server_in_rounds: bool = False
+    note: str = ""
+
+
+CASES: list[Case] = [
+    Case(
+        "anyio-tcp-asyncio",
+        raw_server,
+        raw_client,
+        ("anyio",),
+        {"backend": "asyncio"},
+        note="floor",
+    ),
+    Case(
+        "anyio-tcp-trio",
+        raw_server,
+        raw_client,
+        ("anyio", "trio"),
+        {"backend": "trio"},
+        note="floor",
+    ),
+    Case(
+        "zmtp-pair-asyncio",
+        zmtp_pair_server,
+        zmtp_pair_client,
+        ("anyio",),
+        {"backend": "asyncio"},
+        floor="anyio-tcp-asyncio",
+    ),
+    Case(
+        "zmtp-pair-trio",
+        zmtp_pair_server,
+        zmtp_pair_client,
+        ("anyio", "trio"),
+        {"backend": "trio"},
+        floor="anyio-tcp-trio",
+    ),
+    Case("pyzmq-pair-sync", pyzmq_pair_server, pyzmq_pair_client, ("zmq",)),
+    Case("pyzmq-pair-asyncio", pyzmq_asyncio_pair_server, pyzmq_asyncio_pair_client, ("zmq",)),
+]
+REFERENCE = "pyzmq-pair-sync"
+
+# =========================================================================== harness
+
+
+@dataclass
+class CaseResult:
+    case: str
+    size: int
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    #: 1-minute load average when the case started (is the machine quiet?).
+    loadavg: float | None = field(default_factory=lambda: os.getloadavg()[0])
+
+    def stat(self, key: str, stat: str) -> float | None:
+        if not self.rounds:
+            return None
+        return summarize([r[key] for r in self.rounds], higher_is_better=False)[stat]
+
+    def to_json(self, stat: str) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "size": self.size,
+            "stat": stat,
+            **{f"{k}_ns": self.stat(k, stat) for k in ("p50", "p90", "p99", "p999", "min")},
+            "error": self.error,
+            "loadavg_at_start": self.loadavg,
+            "rounds": self.rounds,
+        }
+
+
+def _round_stats(samples: list[int]) -> dict[str, Any]:
+    samples.sort()
+    n = len(samples)
+    busy = sum(samples) / 1e9  # seconds spent inside round trips
+    return {
+        "n": n,
+        "min": float(samples[0]),
+        "p50": percentile(samples, 50),
+        "p90": percentile(samples, 90),
+        "p99": percentile(samples, 99),
+        "p999": percentile(samples, 99.9),
+        "max": float(samples[-1]),
+        "mean": sum(samples) / n,
+        "round_trips_per_s": n / busy if busy > 0 else None,
+    }
+
+
+def run_case(case: Case, size: int, args: argparse.Namespace) -> CaseResult:
+    res = CaseResult(case.name, size)
+    params = {"size": size, "hwm": args.hwm, **case.params}
+    round_timeout = args.timeout + args.warmup + args.duration
+    with WorkerGroup(timeout=args.timeout) as group:
+        server = group.start(f"{case.name}/server", case.server, params, cpu=pin_cpu(args.pin, 0))
+        _, endpoint = group.expect(server, "ready")
+        clients = [
+            group.start(
+                f"{case.name}/client{i}",
+                case.client,
+                {**params, "endpoint": endpoint, "client_index": i},
+                cpu=pin_cpu(args.pin, 1 + i),
+            )
+            for i in range(case.clients)
+        ]
+        for c in clients:
+            group.expect(c, "ready")
+        in_round = clients + ([server] if case.server_in_rounds else [])
+        spec = {"warmup": args.warmup, "duration": args.duration, "max_samples": args.max_samples}
+        for i in range(args.repeat):
+            start = time.monotonic()
+            for w in in_round:
+                w.send(("run", spec))
+            pooled = array("q")
+            for w in in_round:
+                _, data = group.expect(w, "result", round_timeout)
+                if "samples" in data:
+                    pooled.frombytes(data["samples"])
+            if not pooled:
+                raise BenchError(f"{case.name}: no samples in round {i + 1}")
+            stats = _round_stats(pooled.tolist())
+            res.rounds.append(stats)
+            log(
+                f"    round {i + 1}/{args.repeat}: p50 {fmt_us(stats['p50'])} us, "
+                f"p99 {fmt_us(stats['p99'])} us, {stats['n']:,} samples "
+                f"({time.monotonic() - start:.1f} s)",
+                args.quiet,
+            )
+        # Clients first, so that the server sees its peer go away after the quit.
+        for w in clients:
+            w.exit_expected = True
+            w.send(("quit",))
+    return res
+
+
+def latency_table(results: list[CaseResult], stat: str) -> str:
+    by_key = {(r.case, r.size): r for r in results}
+    floors = {c.name: c.floor for c in CASES}
+    rows = []
+    for r in results:
+        p50 = r.stat("p50", stat)
+        if p50 is None:
+            rows.append([r.case, size_label(r.size), "FAILED", "-", "-", "-", "-", "-"])
+            continue
+        ref = by_key.get((REFERENCE, r.size))
+        ref_p50 = ref.stat("p50", stat) if ref is not None else None
+        floor_name = floors.get(r.case)
+        floor = by_key.get((floor_name, r.size)) if floor_name else None
+        floor_p50 = floor.stat("p50", stat) if floor is not None else None
+        rows.append(
+            [
+                r.case,
+                size_label(r.size),
+                fmt_us(p50),
+                fmt_us(r.stat("p99", stat)),
+                fmt_us(r.stat("min", stat)),
+                f"{sum(x['n'] for x in r.rounds):,}",
+                fmt_ratio(p50 / ref_p50) if ref_p50 else "-",
+                fmt_ratio(p50 / floor_p50) if floor_p50 else "-",
+            ]
+        )
+    return render_table(
+        [
+            "case",
+            "size",
+            "p50 us",
+            "p99 us",
+            "min us",
+            "samples",
+            "p50 vs pyzmq sync",
+            "p50 vs anyio floor",
+        ],
+        rows,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = [c.name for c in CASES]
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Cases: " + ", ".join(names) + ". See benchmarks/README.md.",
+    )
+    ap.add_argument("--case", default=",".join(names), help="comma-separated cases (default all)")
+    ap.add_argument("--sizes", default="64", help="comma-separated message sizes (default 64)")
+    ap.add_argument("--duration", type=float, default=2.0, help="seconds of samples per round")
+    ap.add_argument("--warmup", type=float, default=0.3, help="warm-up seconds per round")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per case")
+    ap.add_argument(
+        "--stat",
+        choices=("median", "best"),
+        default="median",
+        help="how rounds combine: median of their percentiles, or the lowest",
+    )
+    ap.add_argument("--max-samples", type=int, default=1_000_000, help="cap per round")
+    ap.add_argument("--hwm", type=int, default=1000, help="HWM for every implementation")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for a child beyond the round's own length",
+    )
+    ap.add_argument("--quick", action="store_true", help="smoke test: 0.3 s rounds, 1 repeat")
+    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
+    ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed case")
+    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.duration, args.warmup, args.repeat = 0.3, 0.1, 1
+    if args.repeat < 1 or args.duration <= 0:
+        ap.error("--repeat must be >= 1 and --duration > 0")
+    pin_error = check_pin(args.pin)
+    if pin_error:
+        ap.error(pin_error)
+    try:
+        sizes = parse_sizes(args.sizes)
+    except ValueError as exc:
+        ap.error(str(exc))
+    chosen = [n.strip() for n in args.case.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in names]
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; choose from {names}")
+    cases = [c for c in CASES if c.name in chosen]
+    require({c.name: c.requires for c in cases})
+
+    env = environment()
+    log(
+        f"python {env['python']} on {env['platform']}, {env['cpu_count']} CPUs, "
+        f"load {env['loadavg']}; {env['versions']}",
+        args.quiet,
+    )
+    plan = [(c, s) for s in sizes for c in cases]
+    results: list[CaseResult] = []
+    started = time.monotonic()
+    interrupted = False
+    try:
+        for i, (case, size) in enumerate(plan, 1):
+            log(f"[{i}/{len(plan)}] {case.name} {size_label(size)}", args.quiet)
+            try:
+                results.append(run_case(case, size, args))
+            except BenchError as exc:
+                results.append(CaseResult(case.name, size, error=str(exc)))
+                log(f"    FAILED: {exc}", False)
+                if args.fail_fast:
+                    break
+    except KeyboardInterrupt:
+        interrupted = True
+        log("interrupted: printing what was measured", False)
+
+    print(
+        f"\nzmtp round-trip latency (ping-pong, separate processes, tcp://{LOCALHOST}): "
+        f"{args.stat} over {args.repeat} round(s) of {args.duration:g} s after "
+        f"{args.warmup:g} s warm-up; microseconds; lower is better. Ratios are p50 / "
+        f"reference p50 (>1 = slower).\n"
+    )
+    table = latency_table(results, args.stat)
+    print(table)
+    failed = [r for r in results if r.error]
+    for r in failed:
+        print(f"\nFAILED {r.case} {size_label(r.size)}:\n{r.error}")
+    print(f"\n(total {time.monotonic() - started:.0f} s)")
+    if args.json:
+        write_json(
+            args.json,
+            {
+                "benchmark": "latency",
+                "stat": args.stat,
+                "settings": {
+                    "sizes": sizes,
+                    "duration": args.duration,
+                    "warmup": args.warmup,
+                    "repeat": args.repeat,
+                    "hwm": args.hwm,
+                    "cases": chosen,
+                    "quick": args.quick,
+                    "max_samples": args.max_samples,
+                },
+                "environment": env,
+                "reference": REFERENCE,
+                "results": [r.to_json(args.stat) for r in results],
+                "tables": {"latency": table},
+                "interrupted": interrupted,
+            },
+        )
+        log(f"wrote {args.json}", args.quiet)
+    return 130 if interrupted else 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

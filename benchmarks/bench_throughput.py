@@ -1,0 +1,886 @@
+"""PUSH -> PULL throughput: zmtp (asyncio, trio) against pyzmq (sync, zmq.asyncio).
+
+Sender and receiver run in separate *spawned* processes and talk over tcp on 127.0.0.1. The
+receiver binds (random port, passed back to the harness over a pipe), the sender connects.
+Every implementation uses the same high-water marks (``--hwm``, libzmq's default 1000).
+
+Method, per (implementation, size):
+
+1. Start both processes, connect, then *calibrate*: pilot rounds of growing length until one
+   takes >= 20 % of ``--duration``; its rate sets the message count ``N`` so that a timed round
+   lasts about ``--duration`` seconds (1.5 s by default), plus ``--warmup`` x that many warm-up
+   messages sent first in the same stream.
+2. Run ``--repeat`` timed rounds over the same connection. A round's rate is measured at the
+   RECEIVER, from the arrival of the first to the arrival of the last of its N timed messages:
+   ``(N - 1) / (t_last - t_first)``.
+3. Report the median (default) or best (``--stat best``) round; ratios vs pyzmq sync and
+   pyzmq asyncio at the same size are what we publish, since absolute numbers depend on the
+   machine.
+
+``--inproc`` adds two in-process/ceiling references: zmtp inproc PUSH -> PULL at 64 B in ONE
+process (asyncio and trio; target >= 1 M msgs/s), and raw anyio TCP stream throughput between
+two processes in 64 KiB writes and in 1 MiB writes (``--raw-chunk``): a ceiling for zmtp's
+large-message rate. zmtp's writer coalesces queued messages into writes of up to 1 MiB, so the
+1 MiB row is its real ceiling; on asyncio, per-write overhead makes 64 KiB writes much slower.
+
+Examples::
+
+    python benchmarks/bench_throughput.py                       # full run, ~2 min
+    python benchmarks/bench_throughput.py --quick --inproc      # smoke test, ~15 s
+    python benchmarks/bench_throughput.py --inproc --json out.json
+    python benchmarks/bench_throughput.py --impl zmtp-asyncio --sizes 64 --profile receiver
+
+See benchmarks/README.md for how to read the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    PIN_CHOICES,
+    PIN_HELP,
+    BenchError,
+    Worker,
+    WorkerGroup,
+    check_pin,
+    control_recv_async,
+    control_recv_asyncio,
+    environment,
+    fmt_rate,
+    fmt_ratio,
+    log,
+    parse_sizes,
+    pin_cpu,
+    render_table,
+    require,
+    size_label,
+    summarize,
+    write_json,
+)
+
+Params = dict[str, Any]
+LOCALHOST = "127.0.0.1"
+#: Raw anyio reads use zmtp's default read size, so the ceiling is comparable.
+RAW_READ_SIZE = 256 * 1024
+
+# =========================================================================== child roles
+# Each role is ``func(ctrl, params)`` run in a spawned child (see _common.WorkerGroup):
+# set up, send ("ready", info), then answer ("run", {"warmup": W, "count": N}) with
+# ("result", {...}) until ("quit",). Receivers time; senders report their own send time.
+
+
+def _check_size(first: Any, last: Any, size: int) -> None:
+    if len(first) != size or len(last) != size:
+        raise AssertionError(f"expected {size}-byte messages, got {len(first)} / {len(last)}")
+
+
+async def _timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+    for _ in range(warmup):
+        await recv()
+    first = await recv()
+    t_first = perf_counter()
+    for _ in range(count - 2):
+        await recv()
+    last = await recv()
+    t_last = perf_counter()
+    _check_size(first, last, size)
+    return {"elapsed": t_last - t_first, "messages": count - 1}
+
+
+def _timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+    for _ in range(warmup):
+        recv()
+    first = recv()
+    t_first = perf_counter()
+    for _ in range(count - 2):
+        recv()
+    last = recv()
+    t_last = perf_counter()
+    _check_size(first, last, size)
+    return {"elapsed": t_last - t_first, "messages": count - 1}
+
+
+async def _send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+    start = perf_counter()
+    for _ in range(total):
+        await send(payload)
+    return {"send_elapsed": perf_counter() - start}
+
+
+def _send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+    start = perf_counter()
+    for _ in range(total):
+        send(payload)
+    return {"send_elapsed": perf_counter() - start}
+
+
+# --------------------------------------------------------------------------- zmtp (anyio)
+
+
+def zmtp_receiver(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_zmtp_receiver, ctrl, p, backend=p["backend"])
+
+
+async def _zmtp_receiver(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    import zmtp
+
+    async with zmtp.Socket(zmtp.PULL, recv_hwm=p["hwm"], send_hwm=p["hwm"]) as sock:
+        endpoint = await sock.bind(f"tcp://{LOCALHOST}:*")
+        ctrl.send(("ready", endpoint))
+        while True:
+            cmd = await control_recv_async(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(
+                ("result", await _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]))
+            )
+        with anyio.move_on_after(5):
+            await sock.close(linger=0)
+
+
+def zmtp_sender(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_zmtp_sender, ctrl, p, backend=p["backend"])
+
+
+async def _zmtp_sender(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    import zmtp
+
+    payload = os.urandom(p["size"])
+    async with zmtp.Socket(zmtp.PUSH, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+        await sock.connect(p["endpoint"])
+        ctrl.send(("ready", None))
+        while True:
+            cmd = await control_recv_async(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(("result", await _send_n_async(sock.send, payload, r["warmup"] + r["count"])))
+        with anyio.move_on_after(5):
+            await sock.close(linger=2.0)
+
+
+# --------------------------------------------------------------------------- pyzmq sync
+
+
+def pyzmq_receiver(ctrl: Any, p: Params) -> None:
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PULL)
+    sock.rcvhwm = sock.sndhwm = p["hwm"]
+    sock.linger = 0
+    try:
+        sock.bind(f"tcp://{LOCALHOST}:*")
+        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+        while True:
+            cmd = ctrl.recv()
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(("result", _timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])))
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+def pyzmq_sender(ctrl: Any, p: Params) -> None:
+    import zmq
+
+    payload = os.urandom(p["size"])
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PUSH)
+    sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        sock.connect(p["endpoint"])
+        ctrl.send(("ready", None))
+        while True:
+            cmd = ctrl.recv()
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(("result", _send_n_sync(sock.send, payload, r["warmup"] + r["count"])))
+    finally:
+        sock.close(linger=2000)
+        ctx.term()
+
+
+# --------------------------------------------------------------------------- pyzmq zmq.asyncio
+
+
+def pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
+    import asyncio
+
+    asyncio.run(_pyzmq_asyncio_receiver(ctrl, p))
+
+
+async def _pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
+    import zmq
+    import zmq.asyncio
+
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.PULL)
+    sock.rcvhwm = sock.sndhwm = p["hwm"]
+    try:
+        sock.bind(f"tcp://{LOCALHOST}:*")
+        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+        while True:
+            cmd = await control_recv_asyncio(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(
+                ("result", await _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]))
+            )
+    finally:
+        sock.close(linger=0)
+        ctx.term()
+
+
+def pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
+    import asyncio
+
+    asyncio.run(_pyzmq_asyncio_sender(ctrl, p))
+
+
+async def _pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
+    import zmq
+    import zmq.asyncio
+
+    payload = os.urandom(p["size"])
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.PUSH)
+    sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        sock.connect(p["endpoint"])
+        ctrl.send(("ready", None))
+        while True:
+            cmd = await control_recv_asyncio(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(("result", await _send_n_async(sock.send, payload, r["warmup"] + r["count"])))
+    finally:
+        sock.close(linger=2000)
+        ctx.term()
+
+
+# --------------------------------------------------------------------------- raw anyio TCP
+
+
+def raw_receiver(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_raw_receiver, ctrl, p, backend=p["backend"])
+
+
+async def _raw_receiver(ctrl: Any, p: Params) -> None:
+    import anyio
+    from anyio.abc import SocketAttribute, SocketListener
+
+    multi = await anyio.create_tcp_listener(local_host=LOCALHOST)
+    listener = multi.listeners[0]
+    assert isinstance(listener, SocketListener)
+    port = listener.extra(SocketAttribute.local_port)
+    ctrl.send(("ready", f"tcp://{LOCALHOST}:{port}"))
+    chunk = p["size"]
+    async with multi, await listener.accept() as stream:
+        receive = stream.receive
+        while True:
+            cmd = await control_recv_async(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            start_at = (r["warmup"] + 1) * chunk  # bytes up to the end of the 1st timed chunk
+            total = (r["warmup"] + r["count"]) * chunk
+            received = 0
+            while received < start_at:
+                received += len(await receive(RAW_READ_SIZE))
+            t_first = perf_counter()
+            base = received
+            while received < total:
+                received += len(await receive(RAW_READ_SIZE))
+            t_last = perf_counter()
+            if received != total:
+                raise AssertionError(f"raw stream: received {received} bytes, expected {total}")
+            ctrl.send(("result", {"elapsed": t_last - t_first, "messages": (total - base) / chunk}))
+
+
+def raw_sender(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    anyio.run(_raw_sender, ctrl, p, backend=p["backend"])
+
+
+async def _raw_sender(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    host, port = p["endpoint"].removeprefix("tcp://").rsplit(":", 1)
+    payload = os.urandom(p["size"])
+    async with await anyio.connect_tcp(host, int(port)) as stream:
+        ctrl.send(("ready", None))
+        while True:
+            cmd = await control_recv_async(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            ctrl.send(
+                ("result", await _send_n_async(stream.send, payload, r["warmup"] + r["count"]))
+            )
+
+
+# --------------------------------------------------------------------------- zmtp inproc
+
+
+def zmtp_inproc(ctrl: Any, p: Params) -> None:
+    """Sender task and receiver in ONE process (and one event loop)."""
+    import anyio
+
+    anyio.run(_zmtp_inproc, ctrl, p, backend=p["backend"])
+
+
+async def _zmtp_inproc(ctrl: Any, p: Params) -> None:
+    import anyio
+
+    import zmtp
+
+    payload = os.urandom(p["size"])
+    hwm = p["hwm"]
+    async with (
+        zmtp.Socket(zmtp.PULL, recv_hwm=hwm, send_hwm=hwm) as pull,
+        zmtp.Socket(zmtp.PUSH, send_hwm=hwm, recv_hwm=hwm) as push,
+    ):
+        endpoint = await pull.bind(f"inproc://bench-{os.getpid()}")
+        await push.connect(endpoint)
+        ctrl.send(("ready", endpoint))
+        while True:
+            cmd = await control_recv_async(ctrl)
+            if cmd[0] != "run":
+                break
+            r = cmd[1]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_send_n_async, push.send, payload, r["warmup"] + r["count"])
+                result = await _timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
+            ctrl.send(("result", result))
+
+
+# =========================================================================== registry
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One implementation: a receiver role and a sender role (or one ``single`` role that
+    does both in one process)."""
+
+    name: str
+    receiver: Callable[[Any, Params], None] | None
+    sender: Callable[[Any, Params], None] | None
+    requires: tuple[str, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    single: Callable[[Any, Params], None] | None = None
+
+
+TCP_IMPLS: dict[str, Impl] = {
+    i.name: i
+    for i in (
+        Impl("zmtp-asyncio", zmtp_receiver, zmtp_sender, ("anyio",), {"backend": "asyncio"}),
+        Impl("zmtp-trio", zmtp_receiver, zmtp_sender, ("anyio", "trio"), {"backend": "trio"}),
+        Impl("pyzmq-sync", pyzmq_receiver, pyzmq_sender, ("zmq",)),
+        Impl("pyzmq-asyncio", pyzmq_asyncio_receiver, pyzmq_asyncio_sender, ("zmq",)),
+    )
+}
+INPROC_IMPLS: dict[str, Impl] = {
+    i.name: i
+    for i in (
+        Impl("zmtp-inproc-asyncio", None, None, ("anyio",), {"backend": "asyncio"}, zmtp_inproc),
+        Impl("zmtp-inproc-trio", None, None, ("anyio", "trio"), {"backend": "trio"}, zmtp_inproc),
+    )
+}
+RAW_IMPLS: dict[str, Impl] = {
+    i.name: i
+    for i in (
+        Impl("anyio-tcp-asyncio", raw_receiver, raw_sender, ("anyio",), {"backend": "asyncio"}),
+        Impl("anyio-tcp-trio", raw_receiver, raw_sender, ("anyio", "trio"), {"backend": "trio"}),
+    )
+}
+REFERENCES = ("pyzmq-sync", "pyzmq-asyncio")
+INPROC_TARGET = 1_000_000.0  # msgs/s
+
+# =========================================================================== harness
+
+
+@dataclass
+class ConfigResult:
+    section: str
+    impl: str
+    size: int
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    #: 1-minute load average when the configuration started (is the machine quiet?).
+    loadavg: float | None = field(default_factory=lambda: os.getloadavg()[0])
+
+    def rate(self, stat: str) -> float | None:
+        if not self.runs:
+            return None
+        return summarize([r["msgs_per_s"] for r in self.runs])[stat]
+
+    def to_json(self, stat: str) -> dict[str, Any]:
+        rate = self.rate(stat)
+        out: dict[str, Any] = {
+            "section": self.section,
+            "impl": self.impl,
+            "size": self.size,
+            "stat": stat,
+            "msgs_per_s": rate,
+            "mb_per_s": None if rate is None else rate * self.size / 1e6,
+            "error": self.error,
+            "loadavg_at_start": self.loadavg,
+            "runs": self.runs,
+            "calibration": self.calibration,
+        }
+        if self.runs:
+            out["summary_msgs_per_s"] = summarize([r["msgs_per_s"] for r in self.runs])
+        return out
+
+
+def _run_round(
+    group: WorkerGroup,
+    workers: list[Worker],
+    timer: Worker,
+    warmup: int,
+    count: int,
+    timeout: float,
+) -> dict[str, Any]:
+    """One round: tell every worker to run, collect the timer's measurement."""
+    for w in workers:
+        w.send(("run", {"warmup": warmup, "count": count}))
+    result: dict[str, Any] = {}
+    for w in workers:
+        _, data = group.expect(w, "result", timeout)
+        if w is timer:
+            result.update(data)
+        else:
+            result.update({k: v for k, v in data.items() if k not in result})
+    result["warmup"], result["count"] = warmup, count
+    result["msgs_per_s"] = result["messages"] / result["elapsed"]
+    return result
+
+
+def measure(
+    impl: Impl, section: str, size: int, args: argparse.Namespace, profile_dir: Path | None
+) -> ConfigResult:
+    res = ConfigResult(section, impl.name, size)
+    base = {"size": size, "hwm": args.hwm, **impl.params}
+    round_timeout = max(args.timeout, 20 * args.duration)
+
+    def profiled(role: str, params: dict[str, Any]) -> dict[str, Any]:
+        if profile_dir is not None and role in args.profile_roles:
+            path = profile_dir / f"{section}-{impl.name}-{size}-{role}.prof"
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()  # never report a stale profile from an earlier run
+            args.profile_files.append(path)
+            return {**params, "profile_path": str(path)}
+        return params
+
+    with WorkerGroup(timeout=args.timeout) as group:
+        if impl.single is not None:
+            timer = group.start(
+                f"{impl.name}",
+                _role,
+                {**profiled("receiver", base), "role": impl.single},
+                cpu=pin_cpu(args.pin, 0),
+            )
+            group.expect(timer, "ready")
+            workers = [timer]
+        else:
+            assert impl.receiver is not None and impl.sender is not None
+            timer = group.start(
+                f"{impl.name}/receiver",
+                _role,
+                {**profiled("receiver", base), "role": impl.receiver},
+                cpu=pin_cpu(args.pin, 0),
+            )
+            _, endpoint = group.expect(timer, "ready")
+            sender = group.start(
+                f"{impl.name}/sender",
+                _role,
+                {**profiled("sender", base), "role": impl.sender, "endpoint": endpoint},
+                cpu=pin_cpu(args.pin, 1),
+            )
+            group.expect(sender, "ready")
+            workers = [timer, sender]
+
+        # Calibration: grow a pilot round until it lasts >= 20 % of the target duration.
+        target = max(0.05, 0.2 * args.duration)
+        count = max(200, min(2000, (16 << 20) // size))
+        for _ in range(8):
+            pilot = _run_round(group, workers, timer, max(50, count // 5), count, round_timeout)
+            res.calibration.append(pilot)
+            if pilot["elapsed"] >= target:
+                break
+            count = int(count * min(50.0, max(2.0, 1.5 * target / max(pilot["elapsed"], 1e-6))))
+        rate = pilot["msgs_per_s"]
+        count = max(1000, min(args.max_count, int(rate * args.duration)))
+        warmup = max(100, int(count * args.warmup))
+        for i in range(args.repeat):
+            run = _run_round(group, workers, timer, warmup, count, round_timeout)
+            res.runs.append(run)
+            log(
+                f"    run {i + 1}/{args.repeat}: {fmt_rate(run['msgs_per_s'])}msgs/s "
+                f"({run['count']:,} msgs in {run['elapsed']:.2f} s)",
+                args.quiet,
+            )
+    return res
+
+
+def _role(ctrl: Any, params: dict[str, Any]) -> None:
+    """Child entry for every role: optionally under cProfile."""
+    role = params["role"]
+    path = params.get("profile_path")
+    if not path:
+        role(ctrl, params)
+        return
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        role(ctrl, params)
+    finally:
+        profiler.disable()
+        profiler.dump_stats(path)
+
+
+# =========================================================================== output
+
+
+def tcp_table(results: list[ConfigResult], stat: str) -> str:
+    refs: dict[tuple[str, int], float | None] = {
+        (r.impl, r.size): r.rate(stat) for r in results if r.impl in REFERENCES
+    }
+    rows = []
+    for r in results:
+        rate = r.rate(stat)
+        if rate is None:
+            rows.append([r.impl, size_label(r.size), "FAILED", "-", "-", "-", "-"])
+            continue
+        ratios = []
+        for ref in REFERENCES:
+            ref_rate = refs.get((ref, r.size))
+            ratios.append(fmt_ratio(rate / ref_rate) if ref_rate else "-")
+        spread = summarize([x["msgs_per_s"] for x in r.runs])["spread"]
+        rows.append(
+            [
+                r.impl,
+                size_label(r.size),
+                fmt_rate(rate),
+                f"{rate * r.size / 1e6:,.1f}",
+                *ratios,
+                f"{spread * 100:.0f}%" if len(r.runs) > 1 else "-",
+            ]
+        )
+    return render_table(
+        ["implementation", "size", "msgs/s", "MB/s", "vs pyzmq sync", "vs pyzmq asyncio", "spread"],
+        rows,
+    )
+
+
+def inproc_table(results: list[ConfigResult], stat: str) -> str:
+    rows = []
+    for r in results:
+        rate = r.rate(stat)
+        if rate is None:
+            rows.append([r.impl, size_label(r.size), "FAILED", "-", "-"])
+            continue
+        verdict = "met" if rate >= INPROC_TARGET else "BELOW"
+        rows.append(
+            [
+                r.impl,
+                size_label(r.size),
+                fmt_rate(rate),
+                f"{rate * r.size / 1e6:,.1f}",
+                f"{rate / INPROC_TARGET * 100:.0f}% ({verdict})",
+            ]
+        )
+    return render_table(["implementation", "size", "msgs/s", "MB/s", "vs target 1 M/s"], rows)
+
+
+def raw_table(raw: list[ConfigResult], tcp: list[ConfigResult], stat: str) -> str:
+    """Raw anyio TCP ceilings, and zmtp's MB/s at its largest measured tcp size (same
+    backend) as a fraction of each."""
+    ok_sizes = [t.size for t in tcp if t.impl.startswith("zmtp-") and t.runs]
+    zsize = max(ok_sizes) if ok_sizes else None
+    rows = []
+    for r in raw:
+        rate = r.rate(stat)
+        if rate is None:
+            rows.append([r.impl, f"{size_label(r.size)} writes", "FAILED", "-", "-"])
+            continue
+        backend = r.impl.rsplit("-", 1)[1]
+        zmtp = next((t for t in tcp if t.impl == f"zmtp-{backend}" and t.size == zsize), None)
+        zrate = zmtp.rate(stat) if zmtp is not None else None
+        frac = f"{zrate * zmtp.size / (rate * r.size):.2f}x" if zmtp and zrate else "-"
+        rows.append(
+            [
+                r.impl,
+                f"{size_label(r.size)} writes",
+                f"{rate * r.size / 1e6:,.1f}",
+                fmt_rate(rate),
+                frac,
+            ]
+        )
+    zlabel = f"zmtp-<backend> {size_label(zsize)} MB/s / ceiling" if zsize else "zmtp / ceiling"
+    return render_table(["ceiling", "chunk", "MB/s", "chunks/s", zlabel], rows)
+
+
+# =========================================================================== main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Implementations: " + ", ".join(TCP_IMPLS) + ". See benchmarks/README.md.",
+    )
+    ap.add_argument(
+        "--impl",
+        default=",".join(TCP_IMPLS),
+        help="comma-separated tcp implementations (default: all four)",
+    )
+    ap.add_argument(
+        "--sizes",
+        default="64,1k,64k",
+        help="comma-separated message sizes, e.g. 64,1k,64k (default)",
+    )
+    ap.add_argument(
+        "--duration", type=float, default=1.5, help="target seconds per timed round (default 1.5)"
+    )
+    ap.add_argument("--repeat", type=int, default=3, help="timed rounds per configuration")
+    ap.add_argument(
+        "--stat",
+        choices=("median", "best"),
+        default="median",
+        help="which round to report (default median)",
+    )
+    ap.add_argument(
+        "--warmup",
+        type=float,
+        default=0.1,
+        help="warm-up messages per round as a fraction of N (default 0.1)",
+    )
+    ap.add_argument(
+        "--hwm",
+        type=int,
+        default=1000,
+        help="send/recv HWM for every implementation (default 1000, libzmq's)",
+    )
+    ap.add_argument("--max-count", type=int, default=20_000_000, help="cap on N per round")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for any child answer before giving up on a config",
+    )
+    ap.add_argument(
+        "--inproc",
+        action="store_true",
+        help="also run zmtp inproc (one process) and the raw anyio TCP ceiling",
+    )
+    ap.add_argument("--inproc-size", default="64", help="message size for --inproc (default 64)")
+    ap.add_argument(
+        "--raw-chunk",
+        default="64k,1m",
+        help="write sizes for the raw anyio ceiling (default 64k,1m: 64 KiB writes, and 1 MiB "
+        "like zmtp's coalesced write batches)",
+    )
+    ap.add_argument("--no-tcp", action="store_true", help="skip the tcp PUSH/PULL table")
+    ap.add_argument("--quick", action="store_true", help="smoke test: --duration 0.25 --repeat 1")
+    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    ap.add_argument(
+        "--profile",
+        choices=("receiver", "sender", "both"),
+        help="run that role under cProfile (distorts rates!) and print hot spots",
+    )
+    ap.add_argument(
+        "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
+    )
+    ap.add_argument("--profile-top", type=int, default=15, help="rows per profile (by tottime)")
+    ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
+    ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed config")
+    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = ap.parse_args(argv)
+
+    if args.quick:
+        args.duration, args.repeat = 0.25, 1
+    if args.repeat < 1 or args.duration <= 0:
+        ap.error("--repeat must be >= 1 and --duration > 0")
+    pin_error = check_pin(args.pin)
+    if pin_error:
+        ap.error(pin_error)
+    try:
+        sizes = parse_sizes(args.sizes)
+        inproc_size = parse_sizes(args.inproc_size)[0]
+        raw_chunks = parse_sizes(args.raw_chunk)
+    except ValueError as exc:
+        ap.error(str(exc))
+    names = [n.strip() for n in args.impl.split(",") if n.strip()]
+    unknown = [n for n in names if n not in TCP_IMPLS]
+    if unknown:
+        ap.error(f"unknown implementation(s) {unknown}; choose from {list(TCP_IMPLS)}")
+    args.profile_roles = (
+        ()
+        if args.profile is None
+        else ("receiver", "sender")
+        if args.profile == "both"
+        else (args.profile,)
+    )
+
+    plan: list[tuple[str, Impl, int]] = []
+    if not args.no_tcp:
+        plan += [("tcp", TCP_IMPLS[n], s) for s in sizes for n in names]
+    if args.inproc:
+        plan += [("inproc", i, inproc_size) for i in INPROC_IMPLS.values()]
+        plan += [("raw_tcp", i, c) for c in raw_chunks for i in RAW_IMPLS.values()]
+    if not plan:
+        ap.error("nothing to run")
+    require({impl.name: impl.requires for _, impl, _ in plan})
+
+    profile_dir: Path | None = None
+    if args.profile:
+        import tempfile
+
+        profile_dir = Path(args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-"))
+        if profile_dir.exists() and not profile_dir.is_dir():
+            ap.error(f"--profile-dir {profile_dir} exists and is not a directory")
+        profile_dir.mkdir(parents=True, exist_ok=True)
+    args.profile_files = []
+
+    env = environment()
+    log(
+        f"python {env['python']} on {env['platform']}, {env['cpu_count']} CPUs, "
+        f"load {env['loadavg']}; {env['versions']}",
+        args.quiet,
+    )
+    results: dict[str, list[ConfigResult]] = {"tcp": [], "inproc": [], "raw_tcp": []}
+    started = time.monotonic()
+    interrupted = False
+    try:
+        for i, (section, impl, size) in enumerate(plan, 1):
+            log(f"[{i}/{len(plan)}] {section} {impl.name} {size_label(size)}", args.quiet)
+            try:
+                res = measure(impl, section, size, args, profile_dir)
+            except BenchError as exc:
+                res = ConfigResult(section, impl.name, size, error=str(exc))
+                log(f"    FAILED: {exc}", False)
+                if args.fail_fast:
+                    results[section].append(res)
+                    break
+            results[section].append(res)
+    except KeyboardInterrupt:
+        interrupted = True
+        log("interrupted: printing what was measured", False)
+
+    stat = args.stat
+    tables: dict[str, str] = {}
+    print(
+        f"\nzmtp throughput: {stat} of {args.repeat} round(s) of ~{args.duration:g} s, "
+        f"measured at the receiver; HWM {args.hwm}; sender and receiver in separate "
+        f"processes over tcp://{LOCALHOST}. MB = 10^6 bytes of payload."
+    )
+    if results["tcp"]:
+        print(
+            "\nPUSH -> PULL over tcp (ratios are this implementation's msgs/s over the "
+            "reference's at the same size)\n"
+        )
+        tables["tcp"] = tcp_table(results["tcp"], stat)
+        print(tables["tcp"])
+    if results["inproc"]:
+        print("\nzmtp inproc PUSH -> PULL, sender and receiver in ONE process\n")
+        tables["inproc"] = inproc_table(results["inproc"], stat)
+        print(tables["inproc"])
+    if results["raw_tcp"]:
+        print(
+            "\nCeiling: raw anyio TCP byte stream between two processes "
+            f"(reads of {RAW_READ_SIZE // 1024} KiB)\n"
+        )
+        tables["raw_tcp"] = raw_table(results["raw_tcp"], results["tcp"], stat)
+        print(tables["raw_tcp"])
+    failed = [r for sec in results.values() for r in sec if r.error]
+    for r in failed:
+        print(f"\nFAILED {r.section} {r.impl} {size_label(r.size)}:\n{r.error}")
+    print(f"\n(total {time.monotonic() - started:.0f} s)")
+
+    if profile_dir is not None:
+        print_profiles(args.profile_files, profile_dir, args.profile_top)
+    if args.json:
+        payload = {
+            "benchmark": "throughput",
+            "stat": stat,
+            "settings": {
+                "sizes": sizes,
+                "duration": args.duration,
+                "repeat": args.repeat,
+                "warmup_fraction": args.warmup,
+                "hwm": args.hwm,
+                "inproc_size": inproc_size,
+                "raw_chunks": raw_chunks,
+                "raw_read_size": RAW_READ_SIZE,
+                "impls": names,
+                "quick": args.quick,
+                "profiled": args.profile,
+                "pin": args.pin,
+            },
+            "environment": env,
+            "references": list(REFERENCES),
+            "inproc_target_msgs_per_s": INPROC_TARGET,
+            "results": {k: [r.to_json(stat) for r in v] for k, v in results.items()},
+            "tables": tables,
+            "interrupted": interrupted,
+        }
+        write_json(args.json, payload)
+        log(f"wrote {args.json}", args.quiet)
+    return 130 if interrupted else 1 if failed else 0
+
+
+def print_profiles(paths: list[Path], profile_dir: Path, top: int) -> None:
+    import io
+    import pstats
+
+    for path in paths:
+        if not path.exists():
+            print(f"\n(no profile written for {path.name}: the child did not finish cleanly)")
+            continue
+        out = io.StringIO()
+        with contextlib.suppress(Exception):
+            stats = pstats.Stats(str(path), stream=out)
+            stats.sort_stats("tottime").print_stats(top)
+        print(f"\n===== cProfile {path.name} (top {top} by tottime) =====")
+        text = out.getvalue()
+        start = text.find("   ncalls")
+        print(text[start:] if start >= 0 else text)
+    print(f"(profiles kept in {profile_dir})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
