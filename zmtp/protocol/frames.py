@@ -212,10 +212,20 @@ class FrameDecoder:
         parts = self._parts
         transform = self.transform
         append = out.append
+        # Fast path for the commonest frame: short, single-part, no transform, and no size
+        # limit below 255 bytes. It skips every check the general path makes for it.
+        fast = transform is None and (maxsize < 0 or maxsize >= 255)
         while True:
             if end - pos < 2:
                 break
             flags = buf[pos]
+            if not flags and fast and not parts:
+                stop = pos + 2 + buf[pos + 1]
+                if stop > end:
+                    break
+                append([buf[pos + 2 : stop]])
+                pos = stop
+                continue
             if flags & LONG:
                 if end - pos < 9:
                     break
