@@ -11,6 +11,11 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .crypto import curve_public, decode_key
+
+#: A CURVE key as a user may give it: 40-character Z85 (str or bytes) or 32 raw bytes.
+CurveKey = str | bytes
+
 
 @dataclass
 class Options:
@@ -53,6 +58,57 @@ class Options:
     #: Bytes requested per read from a stream transport.
     read_size: int = 256 * 1024
 
+    # --- socket-type options (docs/socket-types.md); ignored by the other types ---
+    #: ``ZMQ_REQ_RELAXED``: a REQ may send a new request before the reply to the last one
+    #: arrived; the pending request is abandoned and its reply, if it comes, discarded.
+    req_relaxed: bool = False
+    #: ``ZMQ_REQ_CORRELATE``: a REQ prefixes each request with a 4-byte id (host byte order,
+    #: like libzmq) and accepts only the reply carrying it. Use with ``req_relaxed`` or
+    #: ``recv_timeout``, where a late reply could otherwise answer the wrong request.
+    req_correlate: bool = False
+    #: ``ZMQ_ROUTER_MANDATORY``: sending to an unknown routing id raises ``HostUnreachable``
+    #: instead of dropping silently, and a peer at its HWM blocks ``send`` instead of losing
+    #: the message.
+    router_mandatory: bool = False
+    #: ``ZMQ_ROUTER_HANDOVER``: a peer announcing an Identity already in use takes it over;
+    #: the old connection is closed (default: the newcomer is refused).
+    router_handover: bool = False
+    #: ``ZMQ_XPUB_VERBOSE``: an XPUB delivers every subscription message, not only the first
+    #: for each topic.
+    xpub_verbose: bool = False
+    #: ``ZMQ_XPUB_VERBOSER``: as ``xpub_verbose``, and every unsubscription too.
+    xpub_verboser: bool = False
+    #: ``ZMQ_XPUB_MANUAL``: subscriptions are only delivered, not applied; the application
+    #: applies them with ``subscribe()``/``unsubscribe()`` (to the peer it heard last).
+    xpub_manual: bool = False
+    #: ``ZMQ_XPUB_NODROP``: PUB/XPUB/RADIO ``send`` waits (honouring ``send_timeout``) while a
+    #: matching subscriber is at its HWM, instead of dropping that subscriber's copy.
+    xpub_nodrop: bool = False
+    #: ``ZMQ_XPUB_WELCOME_MSG``: sent by a PUB/XPUB to each new connection before anything
+    #: else, unfiltered (b"" = none). A SUB only sees it if subscribed to a prefix of it.
+    xpub_welcome_msg: bytes = b""
+    #: ``ZMQ_CONFLATE``: keep only the newest message per peer - received (SUB, XSUB, DEALER)
+    #: or queued for sending (PUB, XPUB over tcp/ipc).
+    conflate: bool = False
+    # Security (docs/security.md). Keys are Z85 text or 32 raw bytes; stored as raw bytes.
+    #: ``ZMQ_CURVE_SERVER``: be the CURVE server on every connection (needs curve_secretkey).
+    curve_server: bool = False
+    #: ``ZMQ_CURVE_PUBLICKEY``: our long-term public key (derived from curve_secretkey if unset).
+    curve_publickey: CurveKey | None = None
+    #: ``ZMQ_CURVE_SECRETKEY``: our long-term secret key (server and client).
+    curve_secretkey: CurveKey | None = None
+    #: ``ZMQ_CURVE_SERVERKEY``: the server's public key; setting it makes us a CURVE client.
+    curve_serverkey: CurveKey | None = None
+    #: ``ZMQ_PLAIN_SERVER``: be the PLAIN server (clients are authenticated, see docs).
+    plain_server: bool = False
+    #: ``ZMQ_PLAIN_USERNAME``: setting it (or the password) makes us a PLAIN client.
+    plain_username: str | bytes | None = None
+    #: ``ZMQ_PLAIN_PASSWORD``.
+    plain_password: str | bytes | None = None
+    #: ``ZMQ_ZAP_DOMAIN``: the domain in authentication requests; on a NULL socket, setting it
+    #: turns authentication on (as in libzmq).
+    zap_domain: str = ""
+
     def __post_init__(self) -> None:
         if not isinstance(self.identity, bytes) or len(self.identity) > 255:
             raise ValueError("identity must be at most 255 bytes")
@@ -61,8 +117,61 @@ class Options:
         for name in ("send_hwm", "recv_hwm"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (0 = no limit)")
+        if not isinstance(self.xpub_welcome_msg, bytes):
+            raise ValueError("xpub_welcome_msg must be bytes")
         if self.heartbeat_ttl < 0 or self.heartbeat_ttl > 6553.5:
             raise ValueError("heartbeat_ttl must be between 0 and 6553.5 seconds")
+        self.security_mechanism()
+
+    def security_mechanism(self) -> str:
+        """``"NULL"``, ``"PLAIN"`` or ``"CURVE"`` from the security options, normalising keys.
+
+        Raises ``ValueError`` for a contradictory or incomplete configuration: libzmq lets the
+        last option set silently win, which turns a typo into an insecure socket.
+        """
+        for name in ("curve_publickey", "curve_secretkey", "curve_serverkey"):
+            value = getattr(self, name)
+            if value is not None:
+                try:
+                    setattr(self, name, decode_key(value))
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(f"{name}: {exc}") from None
+        for name in ("plain_username", "plain_password"):
+            value = getattr(self, name)
+            if value is not None:
+                if not isinstance(value, (str, bytes)):
+                    raise TypeError(f"{name} must be str or bytes")
+                raw = value.encode("utf-8") if isinstance(value, str) else value
+                if len(raw) > 255:
+                    raise ValueError(f"{name} must be at most 255 bytes (UTF-8)")
+        if not isinstance(self.zap_domain, str) or len(self.zap_domain.encode()) > 255:
+            raise ValueError("zap_domain must be a str of at most 255 bytes")
+        curve = self.curve_server or self.curve_serverkey is not None
+        plain = (
+            self.plain_server
+            or self.plain_username is not None
+            or (self.plain_password is not None)
+        )
+        if curve and plain:
+            raise ValueError("both CURVE and PLAIN options are set: choose one mechanism")
+        if self.curve_server and self.curve_serverkey is not None:
+            raise ValueError("curve_server and curve_serverkey are exclusive (server or client)")
+        if self.plain_server and (self.plain_username is not None):
+            raise ValueError("plain_server and plain_username are exclusive (server or client)")
+        if self.curve_publickey is not None and self.curve_secretkey is None:
+            raise ValueError("curve_publickey is set without curve_secretkey")
+        if self.curve_secretkey is not None:
+            derived = decode_key(curve_public(self.curve_secretkey))
+            if self.curve_publickey is None:
+                self.curve_publickey = derived
+            elif self.curve_publickey != derived:
+                raise ValueError("curve_publickey does not belong to curve_secretkey")
+        if curve:
+            if self.curve_secretkey is None:
+                role = "curve_server" if self.curve_server else "a CURVE client"
+                raise ValueError(f"{role} needs curve_secretkey (see zmtp.crypto.curve_keypair)")
+            return "CURVE"
+        return "PLAIN" if plain else "NULL"
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> Options:

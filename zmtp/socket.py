@@ -20,17 +20,19 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
+from .auth.authenticator import AuthHandler
+from .auth.factory import make_mechanism
 from .engine import inproc
 from .engine.pipe import Pipe
 from .engine.queue import Message, MessageQueue
 from .engine.stream import StreamConnection
-from .errors import SocketClosed
+from .errors import SocketClosed, UnsupportedOperation
 from .extension import SocketExtension
 from .monitor import (
     Accepted,
@@ -46,9 +48,12 @@ from .monitor import (
     PeerInfo,
 )
 from .options import Options, hwm_capacity
-from .protocol.mechanism import Mechanism, NullMechanism
+from .protocol.mechanism import Mechanism
 from .protocol.sockettypes import SocketType
 from .routing import STRATEGIES, RoutingStrategy
+from .routing.mixins import Groups, RoutingIds, Subscriptions
+from .routing.peer import Peer
+from .routing.radio_dish import Radio
 from .transport import InprocEndpoint, parse_endpoint
 from .transport.streams import BoundListener, dial, listen, peer_address
 
@@ -68,12 +73,18 @@ class _Unset(Enum):
 
 _UNSET = _Unset.UNSET
 
+_API = TypeVar("_API")
+
 
 @dataclass(eq=False)
 class _ListenerHandle:
     endpoint: str
     bound: BoundListener | None = None  # None for inproc
-    scope: anyio.CancelScope | None = None
+    #: Created with the handle (not by the accept task) so that a stop issued before the task
+    #: first runs still stops it: a scope cancelled before it is entered cancels on entry.
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    #: Set when the accept loop has closed the listener and its connections have ended.
+    stopped: anyio.Event = field(default_factory=anyio.Event)
     connections: set[StreamConnection] = field(default_factory=set)
 
 
@@ -81,7 +92,9 @@ class _ListenerHandle:
 class _DialerHandle:
     endpoint: str
     pipe: Pipe
-    scope: anyio.CancelScope | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)  # see _ListenerHandle
+    #: Set when the dial loop has ended (its last connection torn down).
+    stopped: anyio.Event = field(default_factory=anyio.Event)
     connection: StreamConnection | None = None
 
 
@@ -194,13 +207,16 @@ class Socket:
             with anyio.move_on_after(wait if wait is not None else math.inf):
                 await self._linger()
         self._closed = True
+        # Closed is reported once an endpoint's connections are gone (after their
+        # Disconnected), on every transport, as unbind() and disconnect() do.
+        closed: list[str] = []
         for handle in list(self._listeners.values()):
             self._stop_listener(handle, close_connections=True)
-            self._emit(Closed(handle.endpoint))
+            closed.append(handle.endpoint)
         self._listeners.clear()
         for dialer in list(self._dialers.values()):
             self._stop_dialer(dialer)
-            self._emit(Closed(dialer.endpoint))
+            closed.append(dialer.endpoint)
         self._dialers.clear()
         inproc.socket_closed(self)
         for wakeup in (self._send_wakeup, self._recv_wakeup):
@@ -210,6 +226,8 @@ class Socket:
             while self._running:
                 self._idle = anyio.Event()
                 await self._idle.wait()
+        for endpoint in closed:
+            self._emit(Closed(endpoint))
         self._emit(MonitorStopped())
 
     def _spawn(self, func: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -227,12 +245,21 @@ class Socket:
                 self._idle.set()
 
     async def _linger(self) -> None:
-        """Wait until every live connection has written what was queued for it."""
-        # inproc pipes are excluded: their "outbox" is already the peer's inbox.
-        while any(
-            p.outbox.items and p.connected and not p.endpoint.startswith("inproc://")
-            for p in self._pipes
-        ):
+        """Wait until every connection has written what was queued for it.
+
+        That includes a connect() pipe whose connection is still being made (or re-made): as
+        with libzmq, its messages wait for it within the linger time instead of being dropped.
+        """
+
+        def unsent(p: Pipe, dialing: set[Pipe]) -> bool:
+            if p.endpoint.startswith("inproc://"):
+                return False  # an inproc "outbox" is already the peer's inbox
+            return (p.connected or p in dialing) and (bool(p.outbox.items) or p.flushing)
+
+        while True:
+            dialing = {h.pipe for h in self._dialers.values() if not h.stopped.is_set()}
+            if not any(unsent(p, dialing) for p in self._pipes):
+                break
             self._flush_wakeup = anyio.Event()
             await self._flush_wakeup.wait()  # set after every write batch and disconnect
         if self.extension is not None:
@@ -267,11 +294,18 @@ class Socket:
         return resolved
 
     async def unbind(self, endpoint: str) -> None:
-        """Stop listening on ``endpoint`` (as returned by bind) and close its connections."""
+        """Stop listening on ``endpoint`` (as returned by bind) and close its connections.
+
+        Returns once the listener is closed (the port or path is free again) and its
+        connections are torn down.
+        """
         handle = self._listeners.pop(endpoint, None)
         if handle is None:
             raise ValueError(f"not bound to {endpoint!r}")
         self._stop_listener(handle, close_connections=True)
+        if handle.bound is not None:
+            with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts
+                await handle.stopped.wait()
         self._emit(Closed(endpoint))
         await anyio.lowlevel.checkpoint()
 
@@ -304,6 +338,9 @@ class Socket:
         if handle is None:
             raise ValueError(f"not connected to {endpoint!r}")
         self._stop_dialer(handle)
+        if not name.startswith("inproc://"):
+            with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts
+                await handle.stopped.wait()
         self._emit(Closed(name))
         await anyio.lowlevel.checkpoint()
 
@@ -311,17 +348,18 @@ class Socket:
         if handle.bound is None:
             inproc.unbind(self, handle.endpoint.removeprefix("inproc://"), close_connections)
             return
-        if handle.scope is not None:
-            handle.scope.cancel()  # stops accepting; the listener closes in _accept_loop
+        handle.scope.cancel()  # stops accepting; the listener closes in _accept_loop
         if close_connections:
             for connection in list(handle.connections):
                 connection.close("endpoint unbound" if not self._closed else "socket closed")
 
     def _stop_dialer(self, handle: _DialerHandle) -> None:
-        if handle.scope is not None:
-            handle.scope.cancel()
+        handle.scope.cancel()
         if handle.connection is not None:
             handle.connection.close("disconnected")
+            # The connection ends asynchronously; tell the routing strategy and the extension
+            # now, so that pipe_disconnected comes before pipe_removed (never after).
+            self._pipe_disconnected(handle.pipe, "disconnected")
         if handle.endpoint.startswith("inproc://"):
             inproc.disconnect(self, handle.endpoint.removeprefix("inproc://"), handle.pipe)
         self._remove_pipe(handle.pipe)
@@ -334,25 +372,35 @@ class Socket:
         """
         assert handle.bound is not None
         bound = handle.bound
-        async with anyio.create_task_group() as connections:
-            with anyio.CancelScope() as scope:
-                handle.scope = scope
-                try:
-                    while True:
-                        try:
-                            stream = await bound.listener.accept()
-                        except OSError as exc:  # e.g. EMFILE: report, back off, keep serving
-                            self._emit(BindFailed(handle.endpoint, f"accept failed: {exc}"))
-                            await anyio.sleep(0.1)
-                            continue
-                        address = peer_address(stream)
-                        self._emit(Accepted(handle.endpoint, address))
-                        connection = StreamConnection(self, stream, handle.endpoint, address, None)
-                        handle.connections.add(connection)
-                        connections.start_soon(self._run_accepted, handle, connection)
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await bound.aclose()
+        try:
+            async with anyio.create_task_group() as connections:
+                with handle.scope:
+                    try:
+                        while True:
+                            try:
+                                stream = await bound.listener.accept()
+                            except OSError as exc:  # e.g. EMFILE: report, back off, keep serving
+                                self._emit(BindFailed(handle.endpoint, f"accept failed: {exc}"))
+                                await anyio.sleep(0.1)
+                                continue
+                            if handle.scope.cancel_called:
+                                # Accepted just as the listener was stopped: refuse it, or
+                                # it would outlive unbind()/close() unnoticed.
+                                with anyio.CancelScope(shield=True):
+                                    await stream.aclose()
+                                break
+                            address = peer_address(stream)
+                            self._emit(Accepted(handle.endpoint, address))
+                            connection = StreamConnection(
+                                self, stream, handle.endpoint, address, None
+                            )
+                            handle.connections.add(connection)
+                            connections.start_soon(self._run_accepted, handle, connection)
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await bound.aclose()
+        finally:
+            handle.stopped.set()
 
     async def _run_accepted(self, handle: _ListenerHandle, connection: StreamConnection) -> None:
         try:
@@ -361,11 +409,17 @@ class Socket:
             handle.connections.discard(connection)
 
     async def _dial_loop(self, handle: _DialerHandle, ep: Any) -> None:
+        try:
+            await self._dial(handle, ep)
+        finally:
+            handle.stopped.set()
+            self._written()  # a lingering close stops waiting for this dialer
+
+    async def _dial(self, handle: _DialerHandle, ep: Any) -> None:
         opts = self.options
         base = opts.reconnect_ivl
         interval = base or 0.0
-        with anyio.CancelScope() as scope:
-            handle.scope = scope
+        with handle.scope:
             while True:
                 try:
                     stream = await dial(ep)
@@ -422,6 +476,26 @@ class Socket:
         if self._listeners or self._dialers:
             raise RuntimeError("install extensions before bind/connect")
         self.extension = extension
+
+    #: See :attr:`authenticator`.
+    _authenticator: AuthHandler | None = None
+
+    @property
+    def authenticator(self) -> AuthHandler | None:
+        """The in-process authenticator this socket consults as a server (docs/security.md).
+
+        PLAIN and CURVE servers ask it about every client; a NULL socket with an authenticator
+        asks it too (by address). Without one, a ZAP handler bound at
+        ``inproc://zeromq.zap.01`` decides, else libzmq's defaults apply (CURVE: any key; PLAIN:
+        refused). Applies to connections made after it is set.
+        """
+        return self._authenticator
+
+    @authenticator.setter
+    def authenticator(self, handler: AuthHandler | None) -> None:
+        if handler is not None and not callable(getattr(handler, "authenticate", None)):
+            raise TypeError("an authenticator needs an async authenticate(request) method")
+        self._authenticator = handler
 
     def wake_senders(self) -> None:
         """Re-try blocked sends (an extension calls this when its send gate opens)."""
@@ -528,16 +602,20 @@ class Socket:
         if self._closed:
             raise SocketClosed("socket is closed")
         strategy.check_recv()
-        with self._timeout(self.options.recv_timeout, "recv"):
-            while True:
-                if self._recv_wakeup is None:
-                    self._recv_wakeup = anyio.Event()
-                await self._recv_wakeup.wait()
-                message = strategy.try_recv()
-                if message is not None:
-                    return message
-                if self._closed:
-                    raise SocketClosed("socket is closed")
+        try:
+            with self._timeout(self.options.recv_timeout, "recv"):
+                while True:
+                    if self._recv_wakeup is None:
+                        self._recv_wakeup = anyio.Event()
+                    await self._recv_wakeup.wait()
+                    message = strategy.try_recv()
+                    if message is not None:
+                        return message
+                    if self._closed:
+                        raise SocketClosed("socket is closed")
+        except TimeoutError:
+            strategy.recv_timed_out()  # e.g. a REQ abandons its request (docs/socket-types.md)
+            raise
 
     def __aiter__(self) -> AsyncIterator[list[bytes]]:
         return self._iterate()
@@ -572,7 +650,7 @@ class Socket:
     # Called by connections (stream or inproc); not public API.
 
     def _make_mechanism(self) -> Mechanism:
-        return NullMechanism(b"", as_server=False)
+        return make_mechanism(self.options, has_authenticator=self._authenticator is not None)
 
     def _extension_properties(self) -> Mapping[str, bytes] | None:
         if self.extension is None:
@@ -632,6 +710,12 @@ class Socket:
         self._wake_senders()
         return None
 
+    def _pipe_refused(self, pipe: Pipe) -> None:
+        """The handshake on ``pipe`` was refused (validator, PAIR's second peer): forget an
+        accepted connection's pipe. No hook: the extension never saw it connected."""
+        if not pipe.persistent:
+            self._pipes.discard(pipe)
+
     def _pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
         if not pipe.connected:
             return
@@ -642,10 +726,30 @@ class Socket:
             self.extension.pipe_disconnected(pipe, reason)
         if not pipe.persistent:
             self._remove_pipe(pipe)
-        elif self.options.immediate and pipe.attached:
+        elif (self.options.immediate or not self._strategy.attach_on_connect) and pipe.attached:
+            # Types that attach only known peers (ROUTER) must meet a reconnected peer afresh:
+            # it may announce a different Identity.
             pipe.attached = False
             self._strategy.detach(pipe)
         self._written()
+
+    def _close_pipe_connection(self, pipe: Pipe, reason: str) -> None:
+        """Close the live connection behind ``pipe`` (a strategy's decision: ROUTER handover).
+
+        A connect() pipe reconnects as usual; an accepted one goes away with its connection.
+        """
+        if pipe.endpoint.startswith("inproc://"):
+            inproc.drop(pipe, reason)
+            return
+        for dialer in self._dialers.values():
+            if dialer.pipe is pipe and dialer.connection is not None:
+                dialer.connection.close(reason)
+                return
+        for listener in self._listeners.values():
+            for connection in listener.connections:
+                if connection.pipe is pipe:
+                    connection.close(reason)
+                    return
 
     def _remove_pipe(self, pipe: Pipe) -> None:
         if pipe not in self._pipes:
@@ -690,6 +794,94 @@ class Socket:
             props["Identity"] = self.options.identity
         props.update(self._extension_properties() or {})
         return props
+
+    # ==================================================================================
+    # Socket-type API (docs/socket-types.md). Thin wrappers: each checks that the socket
+    # type supports the call (UnsupportedOperation otherwise) and delegates to the routing
+    # strategy. Nothing here is on the send/recv fast paths.
+    # ==================================================================================
+
+    def _strategy_as(self, api: type[_API], what: str) -> _API:
+        strategy = self._strategy
+        if not isinstance(strategy, api):
+            raise UnsupportedOperation(f"{self.socket_type} sockets do not support {what}")
+        return strategy
+
+    def subscribe(self, topic: bytes | bytearray | memoryview | str = b"") -> None:
+        """SUB/XSUB: receive messages whose first frame starts with ``topic`` (b"" = all).
+
+        Counted: each call needs its own :meth:`unsubscribe`. Sent to every publisher now and
+        again after each reconnect. On an XPUB with ``xpub_manual``: subscribe the peer whose
+        subscription message was received last.
+        """
+        self._strategy_as(Subscriptions, "subscribe()").subscribe(_as_bytes(topic))
+
+    def unsubscribe(self, topic: bytes | bytearray | memoryview | str = b"") -> None:
+        """Undo one :meth:`subscribe` of exactly ``topic`` (unknown topics are ignored)."""
+        self._strategy_as(Subscriptions, "unsubscribe()").unsubscribe(_as_bytes(topic))
+
+    def join(self, group: bytes | bytearray | memoryview | str) -> None:
+        """DISH: receive messages of ``group`` (0-255 bytes, exact match).
+
+        Raises ValueError if already joined (libzmq: EINVAL).
+        """
+        self._strategy_as(Groups, "join()").join(_as_bytes(group))
+
+    def leave(self, group: bytes | bytearray | memoryview | str) -> None:
+        """DISH: stop receiving ``group``. Raises ValueError if not joined."""
+        self._strategy_as(Groups, "leave()").leave(_as_bytes(group))
+
+    async def send_to(self, routing_id: int, data: bytes | bytearray | memoryview | str) -> None:
+        """SERVER/PEER: send ``data`` to the peer with this routing id.
+
+        Raises HostUnreachable if no such peer is attached; blocks while it is at its HWM.
+        """
+        routing = self._strategy_as(RoutingIds, "send_to()")
+        await self.send_multipart([routing.encode_routing_id(routing_id), data])
+
+    async def recv_from(self) -> tuple[int, bytes]:
+        """SERVER/PEER: the next message as ``(routing_id, data)``."""
+        routing = self._strategy_as(RoutingIds, "recv_from()")
+        routing_id, data = await self.recv_multipart()
+        return routing.decode_routing_id(routing_id), data
+
+    async def send_group(
+        self, group: bytes | str, data: bytes | bytearray | memoryview | str
+    ) -> None:
+        """RADIO: send ``data`` to the DISHes that joined ``group``. Never blocks (drops per
+        full DISH) unless ``xpub_nodrop``."""
+        if not isinstance(self._strategy, Radio):
+            raise UnsupportedOperation(f"{self.socket_type} sockets do not support send_group()")
+        await self.send_multipart([group, data])
+
+    async def recv_group(self) -> tuple[bytes, bytes]:
+        """DISH: the next message as ``(group, data)``."""
+        self._strategy_as(Groups, "recv_group()")
+        group, data = await self.recv_multipart()
+        return group, data
+
+    async def connect_peer(self, endpoint: str) -> int:
+        """PEER: connect to ``endpoint`` and return the routing id of that peer at once.
+
+        Messages sent to it are queued until the connection is up (so ``immediate`` cannot be
+        used, as with libzmq's ``zmq_connect_peer``).
+        """
+        if not isinstance(self._strategy, Peer):
+            raise UnsupportedOperation(f"{self.socket_type} sockets do not support connect_peer()")
+        if self.options.immediate:
+            raise UnsupportedOperation("connect_peer() cannot be used with immediate=True")
+        await self.connect(endpoint)
+        pipe = self._dialers[str(parse_endpoint(endpoint))].pipe
+        return int.from_bytes(pipe.routing_id, "big")
+
+
+def _as_bytes(value: bytes | bytearray | memoryview | str) -> bytes:
+    """Topics and groups: bytes-like, or str as UTF-8 (like message parts)."""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"expected bytes or str, not {type(value).__name__}")
 
 
 def _reconnect_delay(base: float, interval: float) -> float:

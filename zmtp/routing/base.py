@@ -86,6 +86,9 @@ class RoutingStrategy:
         """The next message for the application, or None if none is waiting."""
         raise UnsupportedOperation(f"{self.socket_type} sockets cannot receive")
 
+    def recv_timed_out(self) -> None:
+        """A ``recv`` gave up after ``recv_timeout`` (REQ uses it to abandon its request)."""
+
 
 class FairQueue:
     """Receive round-robin from every pipe that has messages (libzmq ``fq_t``).

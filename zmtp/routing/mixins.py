@@ -1,0 +1,210 @@
+"""Mixins shared by the socket types, beyond base.py's FairQueue and LoadBalancer.
+
+* :class:`RoundRobin` - LoadBalancer that also tells which pipe took the message (REQ must
+  take its reply from that pipe only).
+* :class:`FanOut` - copy a message to several pipes, dropping (never blocking) per full pipe
+  (PUB, XPUB, RADIO, XSUB upstream).
+* :class:`IdentityRouter` - a routing-id -> pipe table (ROUTER: 5-byte generated ids or the
+  peer's Identity; SERVER/PEER: non-zero uint32 ids).
+* :class:`SinglePart` - the draft thread-safe types: send single-part only, drop multipart input.
+* :class:`Subscriptions`, :class:`Groups`, :class:`RoutingIds` - the optional application APIs
+  (``subscribe``, ``join``, ``send_to``...) that :class:`zmtp.Socket` forwards to a strategy
+  after an ``isinstance`` check, so other types report "not supported" clearly.
+
+Like base.py, nothing here awaits: every operation succeeds now or reports "would block".
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, ClassVar
+
+from ..engine.pipe import Pipe
+from ..engine.queue import Message, MessageQueue
+from ..errors import UnsupportedOperation
+from .base import LoadBalancer
+
+if TYPE_CHECKING:
+    from ..socket import Socket
+
+
+class RoundRobin(LoadBalancer):
+    """:class:`LoadBalancer` whose send returns the pipe that took the message."""
+
+    def rr_send(self, parts: Message) -> Pipe | None:
+        """Queue ``parts`` on the next pipe with room; that pipe, or None if all are full."""
+        pipes = self._out
+        n = len(pipes)
+        ext = self.socket.extension
+        start = self._next
+        for i in range(n):
+            index = (start + i) % n
+            pipe = pipes[index]
+            if pipe.outbox.full or (ext is not None and not ext.can_send(pipe)):
+                continue
+            self._next = (index + 1) % n
+            pipe.send(parts)
+            return pipe
+        return None
+
+
+class FanOut:
+    """Copy one message to many pipes; a full pipe loses only its own copy.
+
+    libzmq's ``dist_t``: a publisher must never be held up by its slowest subscriber. With
+    ``nodrop`` (``ZMQ_XPUB_NODROP``) the send reports "would block" instead when any target is
+    full, and nothing is sent to anyone, so a retry cannot duplicate.
+    """
+
+    socket: Socket
+
+    def fan_out(self, pipes: Iterable[Pipe], parts: Message, nodrop: bool = False) -> bool:
+        ext = self.socket.extension
+        if nodrop:
+            pipes = list(pipes)
+            if any(p.outbox.full for p in pipes):
+                return False
+        for pipe in pipes:
+            if pipe.outbox.full or (ext is not None and not ext.can_send(pipe)):
+                continue  # this subscriber's copy is dropped, the others still get theirs
+            pipe.send(parts)
+        return True
+
+
+def conflate_put(queue: MessageQueue, message: Message) -> None:
+    """``ZMQ_CONFLATE``: keep only the newest message in ``queue``.
+
+    Replacing in place when the queue already holds one keeps the edge-triggered wake-ups
+    right: the consumer was told about "non-empty" once, and it still is.
+    """
+    items = queue.items
+    if items:
+        items.clear()
+        items.append(message)
+    else:
+        queue.put(message)
+
+
+def purge_queued(ready: deque[Pipe], keep: Callable[[Message], bool]) -> None:
+    """Drop messages ``keep`` rejects from the inboxes of a :class:`FairQueue`'s ready pipes.
+
+    For SUB/DISH after an unsubscribe/leave: libzmq filters when the application reads, so a
+    message queued before the unsubscribe is not delivered; filtering on arrival plus this
+    purge gives the same result. Keeps the FairQueue invariant (a pipe is ready exactly when
+    its inbox is non-empty) and wakes a reader paused at the HWM.
+    """
+    for pipe in list(ready):
+        inbox = pipe.inbox
+        if all(keep(m) for m in inbox.items):
+            continue
+        was_full = inbox.full
+        kept = [m for m in inbox.items if keep(m)]
+        inbox.items.clear()
+        inbox.items.extend(kept)
+        if not kept:
+            ready.remove(pipe)
+        if was_full and not inbox.full:
+            inbox.on_space()
+
+
+class IdentityRouter:
+    """A table from routing id to pipe, kept in ``pipe.routing_id`` and ``_routes``."""
+
+    def __init__(self) -> None:
+        self._routes: dict[bytes, Pipe] = {}
+
+    def route_add(self, routing_id: bytes, pipe: Pipe) -> None:
+        pipe.routing_id = routing_id
+        self._routes[routing_id] = pipe
+
+    def route_remove(self, pipe: Pipe) -> None:
+        """Forget ``pipe`` (only if its id still points at it: after a handover it may not)."""
+        if self._routes.get(pipe.routing_id) is pipe:
+            del self._routes[pipe.routing_id]
+
+    def route_lookup(self, routing_id: bytes) -> Pipe | None:
+        return self._routes.get(routing_id)
+
+
+class GeneratedIds:
+    """A 32-bit counter starting at a random value, as libzmq's ``generate_random()``."""
+
+    def __init__(self) -> None:
+        self._next_id = random.getrandbits(32)
+
+    def next_uint32(self) -> int:
+        value = self._next_id
+        self._next_id = (value + 1) & 0xFFFFFFFF
+        return value
+
+
+class SinglePart:
+    """The draft thread-safe types (RFC 41/48/49/51/52) never carry multipart messages.
+
+    Sending one is an application error, reported at once. A multipart message *arriving* is
+    discarded whole, as the RFCs require ("MUST discard any part of a multipart message").
+    """
+
+    socket_type: ClassVar[str]
+
+    def check_single_part(self, parts: Message) -> None:
+        if len(parts) != 1:
+            raise UnsupportedOperation(
+                f"{self.socket_type} sockets send single-part messages only "
+                f"(got {len(parts)} parts)"
+            )
+
+    @staticmethod
+    def single_parts(messages: list[Message]) -> list[Message]:
+        return [m for m in messages if len(m) == 1]
+
+
+# ------------------------------------------------------------------ application APIs
+
+
+class Subscriptions:
+    """Socket types with ``subscribe`` / ``unsubscribe`` (SUB, XSUB, manual XPUB)."""
+
+    def subscribe(self, topic: bytes) -> None:
+        raise NotImplementedError
+
+    def unsubscribe(self, topic: bytes) -> None:
+        raise NotImplementedError
+
+
+class Groups:
+    """Socket types with ``join`` / ``leave`` (DISH)."""
+
+    def join(self, group: bytes) -> None:
+        raise NotImplementedError
+
+    def leave(self, group: bytes) -> None:
+        raise NotImplementedError
+
+
+class RoutingIds:
+    """Socket types that address peers by a uint32 routing id (SERVER, PEER).
+
+    At the multipart API the id travels as frame 0, four bytes big-endian, exactly like a
+    ROUTER's id frame: ``[routing_id, body]``. On the wire messages stay single-part.
+    """
+
+    @staticmethod
+    def encode_routing_id(routing_id: int) -> bytes:
+        if not 0 < routing_id <= 0xFFFFFFFF:
+            raise ValueError("a routing id is a non-zero 32-bit unsigned integer")
+        return routing_id.to_bytes(4, "big")
+
+    @staticmethod
+    def decode_routing_id(frame: bytes) -> int:
+        return int.from_bytes(frame, "big")
+
+
+def check_group(group: bytes) -> None:
+    """RFC 48: a group is 0-255 bytes, none of them zero (libzmq stores it as a C string)."""
+    if len(group) > 255:
+        raise ValueError(f"a group is at most 255 bytes (got {len(group)})")
+    if b"\0" in group:
+        raise ValueError("a group must not contain zero bytes")

@@ -1,0 +1,348 @@
+"""XPUB and XSUB: publish-subscribe with the subscriptions visible to the application
+(RFC 29; libzmq ``xpub.cpp``/``xsub.cpp``). PUB and SUB (pubsub.py) are restrictions of these.
+
+Subscriptions travel upstream in two forms, and a publisher accepts both at all times:
+
+* ZMTP 3.1 ``SUBSCRIBE``/``CANCEL`` commands, which a SUB uses towards a 3.1 peer;
+* ZMTP 3.0 messages whose first frame is ``b"\\x01" + topic`` / ``b"\\x00" + topic``, which a SUB
+  uses towards a 3.0 peer and which an XSUB application sends itself (libzmq forwards those as
+  data frames even to a 3.1 peer).
+
+Only a first frame starting with 0x00/0x01 is a subscription; anything else an XSUB sends is
+an ordinary upstream message, delivered to the XPUB application.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ..engine.pipe import Pipe
+from ..engine.queue import Message
+from ..errors import UnsupportedOperation
+from ..protocol.commands import CANCEL, SUBSCRIBE
+from .base import FairQueue, RoutingStrategy
+from .mixins import FanOut, Subscriptions, conflate_put
+from .trie import PipeTrie, RemoveResult, TopicTrie
+
+if TYPE_CHECKING:
+    from ..socket import Socket
+
+
+class _Subscriber:
+    """``pipe.state`` of a PUB/XPUB pipe: what that peer subscribed to."""
+
+    __slots__ = ("early", "requested", "topics")
+
+    def __init__(self) -> None:
+        self.topics: set[bytes] = set()  #: applied to the trie for this pipe
+        self.requested: set[bytes] = set()  #: xpub_manual: what the peer asked for
+        #: Subscriptions that arrived before the pipe was attached (an inproc SUB that
+        #: connects sends them from its own handshake, before ours has run); applied on attach.
+        self.early: list[tuple[bool, bytes]] = []
+
+
+def _subscriber(pipe: Pipe) -> _Subscriber:
+    state = pipe.state
+    if not isinstance(state, _Subscriber):
+        state = pipe.state = _Subscriber()
+    return state
+
+
+class XPub(FanOut, Subscriptions, RoutingStrategy):
+    """Publish to the peers whose subscriptions match; receive their (un)subscriptions.
+
+    * Sending never blocks: a subscriber at its HWM loses its own copy (``xpub_nodrop``
+      makes ``send`` wait instead). ``conflate`` keeps only the newest message per subscriber.
+    * The application receives ``b"\\x01" + topic`` when a topic gains its first subscriber and
+      ``b"\\x00" + topic`` when it loses its last (including when that peer disconnects);
+      ``xpub_verbose`` passes every subscribe, ``xpub_verboser`` every unsubscribe too.
+      Upstream messages from XSUB peers are delivered as they are.
+    * ``xpub_manual``: nothing is applied automatically; every (un)subscription is delivered,
+      and ``subscribe()``/``unsubscribe()`` apply a topic to the peer whose message was
+      received last (libzmq's ``ZMQ_XPUB_MANUAL`` with ``ZMQ_SUBSCRIBE``).
+    * ``xpub_welcome_msg`` is sent to every new connection, unfiltered, before anything else.
+    * A peer's subscriptions end with its connection; a reconnecting SUB re-sends them.
+    """
+
+    socket_type = "XPUB"
+    #: Whether (un)subscriptions and upstream messages reach the application (not for PUB).
+    delivers_upstream = True
+
+    def __init__(self, socket: Socket) -> None:
+        RoutingStrategy.__init__(self, socket)
+        opts = socket.options
+        self._trie: PipeTrie[Pipe] = PipeTrie()
+        self._pending: deque[tuple[Message, Pipe | None]] = deque()
+        self._verbose_subs = opts.xpub_verbose or opts.xpub_verboser
+        self._verbose_unsubs = opts.xpub_verboser
+        self._manual = opts.xpub_manual
+        self._welcome = opts.xpub_welcome_msg
+        self._nodrop = opts.xpub_nodrop
+        self._conflate = opts.conflate
+        self._last_pipe: Pipe | None = None
+
+    # ------------------------------------------------------------------ pipe lifecycle
+
+    def attach(self, pipe: Pipe) -> str | None:
+        state = _subscriber(pipe)
+        early, state.early = state.early, []
+        for subscribe, topic in early:
+            self._apply(pipe, state, subscribe, topic)
+        return None
+
+    def connected(self, pipe: Pipe) -> None:
+        if self._welcome:
+            pipe.send([self._welcome])  # past the HWM: a fresh connection has room anyway
+
+    def disconnected(self, pipe: Pipe) -> None:
+        self._forget(pipe)
+
+    def detach(self, pipe: Pipe) -> None:
+        self._forget(pipe)
+
+    def _forget(self, pipe: Pipe) -> None:
+        """Drop every subscription of ``pipe``, telling the application like libzmq does."""
+        state = pipe.state
+        if not isinstance(state, _Subscriber):
+            return
+        pipe.state = None
+        trie = self._trie
+        if self._manual:
+            for topic in state.topics:
+                trie.remove(topic, pipe)
+            for topic in state.requested:
+                self._notify(None, False, topic)
+            if self._last_pipe is pipe:
+                self._last_pipe = None
+            return
+        for topic in state.topics:
+            result = trie.remove(topic, pipe)
+            if result is RemoveResult.LAST_VALUE_REMOVED or self._verbose_unsubs:
+                self._notify(None, False, topic)
+
+    # ------------------------------------------------------------------ upstream
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        for message in messages:
+            self._upstream(pipe, message)
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        self._upstream(pipe, message)
+
+    def readable(self, pipe: Pipe) -> None:
+        # Only reached for messages an inproc peer queued before the link existed (everything
+        # else goes through incoming/incoming_one and never lands in the inbox).
+        inbox = pipe.inbox
+        while inbox.items:
+            self._upstream(pipe, inbox.get())
+
+    def command(self, pipe: Pipe, name: bytes, data: bytes) -> bool:
+        if name == SUBSCRIBE:
+            self._subscription(pipe, True, data)
+            return True
+        if name == CANCEL:
+            self._subscription(pipe, False, data)
+            return True
+        return False
+
+    def _upstream(self, pipe: Pipe, message: Message) -> None:
+        first = message[0]
+        if first and first[0] <= 1:
+            # libzmq >= 4.3.3 applies every 0x00/0x01-prefixed frame of such a message.
+            for frame in message:
+                if frame and frame[0] <= 1:
+                    self._subscription(pipe, frame[0] == 1, frame[1:])
+        elif self.delivers_upstream:
+            self._deliver(message, pipe)
+
+    def _subscription(self, pipe: Pipe, subscribe: bool, topic: bytes) -> None:
+        state = _subscriber(pipe)
+        if not pipe.attached:
+            state.early.append((subscribe, topic))
+        else:
+            self._apply(pipe, state, subscribe, topic)
+
+    def _apply(self, pipe: Pipe, state: _Subscriber, subscribe: bool, topic: bytes) -> None:
+        if self._manual:
+            if subscribe:
+                state.requested.add(topic)
+            else:
+                state.requested.discard(topic)
+            self._notify(pipe, subscribe, topic)
+            return
+        if subscribe:
+            state.topics.add(topic)
+            notify = self._trie.add(topic, pipe) or self._verbose_subs
+        else:
+            state.topics.discard(topic)
+            result = self._trie.remove(topic, pipe)
+            # As libzmq: NOT_FOUND is passed on too (an upstream XSUB ignores it anyway).
+            notify = result is not RemoveResult.VALUES_REMAIN or self._verbose_unsubs
+        if notify:
+            self._notify(pipe, subscribe, topic)
+
+    def _notify(self, pipe: Pipe | None, subscribe: bool, topic: bytes) -> None:
+        if self.delivers_upstream:
+            self._deliver([(b"\x01" if subscribe else b"\x00") + topic], pipe)
+
+    def _deliver(self, message: Message, pipe: Pipe | None) -> None:
+        pending = self._pending
+        pending.append((message, pipe))
+        if len(pending) == 1:
+            self.socket._wake_receivers()
+
+    # ------------------------------------------------------------------ application side
+
+    def try_send(self, parts: Message) -> bool:
+        pipes = self._trie.match(parts[0])
+        if not pipes:
+            return True
+        if self._conflate:
+            for pipe in pipes:
+                if pipe.endpoint.startswith("inproc://"):
+                    pipe.send(parts)  # the inproc receiver applies its own policy
+                else:
+                    conflate_put(pipe.outbox, parts)
+            return True
+        return self.fan_out(pipes, parts, self._nodrop)
+
+    def try_recv(self) -> Message | None:
+        pending = self._pending
+        if not pending:
+            return None
+        message, pipe = pending.popleft()
+        if self._manual:
+            self._last_pipe = pipe
+        return message
+
+    def subscribe(self, topic: bytes) -> None:
+        self._manual_apply(topic, True)
+
+    def unsubscribe(self, topic: bytes) -> None:
+        self._manual_apply(topic, False)
+
+    def _manual_apply(self, topic: bytes, subscribe: bool) -> None:
+        if not self._manual:
+            raise UnsupportedOperation(
+                f"{self.socket_type}.subscribe()/unsubscribe() need xpub_manual=True"
+            )
+        pipe = self._last_pipe
+        if pipe is None or not pipe.attached:
+            return  # as libzmq: no subscription received yet (or its peer is gone)
+        state = _subscriber(pipe)
+        if subscribe:
+            state.topics.add(topic)
+            self._trie.add(topic, pipe)
+        elif topic in state.topics:
+            state.topics.discard(topic)
+            self._trie.remove(topic, pipe)
+
+
+class XSub(FairQueue, FanOut, Subscriptions, RoutingStrategy):
+    """Receive everything its publishers send; the application may send upstream.
+
+    * ``send(b"\\x01" + topic)`` / ``send(b"\\x00" + topic)`` subscribe / unsubscribe. They are
+      counted: the cancel is only passed upstream when the last subscription to the topic
+      goes. They are forwarded as data frames, exactly as the application wrote them (libzmq
+      does the same); any other message goes upstream as it is, to every publisher.
+    * ``subscribe()``/``unsubscribe()`` do the same, as SUBSCRIBE/CANCEL commands.
+    * On every (re)connection the current subscriptions are sent again: as commands to a ZMTP
+      3.1 peer, as ``\\x01``-messages to a 3.0 peer.
+    * XSUB does not filter what it receives (SUB does).
+    """
+
+    socket_type = "XSUB"
+
+    def __new__(cls, socket: Socket) -> XSub:
+        # ZMQ_CONFLATE picks a subclass, keeping the default incoming path (and the inproc
+        # shortcut that relies on it) for the plain XSUB.
+        if cls is XSub and socket.options.conflate:
+            cls = ConflatingXSub
+        return super().__new__(cls)
+
+    def __init__(self, socket: Socket) -> None:
+        RoutingStrategy.__init__(self, socket)
+        FairQueue.__init__(self)
+        self._topics = TopicTrie()
+        self._pipes: list[Pipe] = []
+        self._conflate = socket.options.conflate
+
+    # ------------------------------------------------------------------ pipe lifecycle
+
+    def attach(self, pipe: Pipe) -> str | None:
+        self._pipes.append(pipe)
+        return None
+
+    def detach(self, pipe: Pipe) -> None:
+        if pipe in self._pipes:
+            self._pipes.remove(pipe)
+
+    def connected(self, pipe: Pipe) -> None:
+        if not pipe.endpoint.startswith("inproc://"):
+            # Legacy subscription messages still queued from the previous connection would
+            # double what we re-send now.
+            items = pipe.outbox.items
+            if any(m[0] and m[0][0] <= 1 for m in items):
+                kept = [m for m in items if not (m[0] and m[0][0] <= 1)]
+                items.clear()
+                items.extend(kept)
+        for topic in self._topics.topics():
+            self._tell(pipe, True, topic)
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def _tell(self, pipe: Pipe, subscribe: bool, topic: bytes) -> None:
+        """Send one (un)subscription on ``pipe``'s live connection, in the peer's dialect."""
+        peer = pipe.peer
+        if peer is not None and peer.zmtp_version >= (3, 1):
+            pipe.send_command(SUBSCRIBE if subscribe else CANCEL, topic)
+        else:
+            # ZMTP 3.0 has no SUBSCRIBE/CANCEL: the message form, in order with everything
+            # else, and past the HWM (a lost subscription would be a silent outage).
+            pipe.send([(b"\x01" if subscribe else b"\x00") + topic])
+
+    def _tell_all(self, subscribe: bool, topic: bytes) -> None:
+        # Pipes without a live connection get everything in connected(), from the trie.
+        for pipe in self._pipes:
+            if pipe.connected:
+                self._tell(pipe, subscribe, topic)
+
+    def subscribe(self, topic: bytes) -> None:
+        # Every subscribe goes out, like libzmq: the publisher de-duplicates per peer, and
+        # forwarding devices with XPUB_VERBOSE rely on seeing each one.
+        self._topics.add(topic)
+        self._tell_all(True, topic)
+
+    def unsubscribe(self, topic: bytes) -> None:
+        if self._topics.remove(topic):
+            self._tell_all(False, topic)
+
+    # ------------------------------------------------------------------ application side
+
+    def try_send(self, parts: Message) -> bool:
+        first = parts[0]
+        if first and first[0] <= 1:
+            topic = first[1:]
+            if first[0] == 1:
+                self._topics.add(topic)
+            elif not self._topics.remove(topic):
+                return True  # still subscribed (or never was): nothing to tell upstream
+            for pipe in self._pipes:
+                if pipe.connected:
+                    pipe.send(parts)
+            return True
+        return self.fan_out(self._pipes, parts)
+
+    try_recv = FairQueue.fq_recv
+
+
+class ConflatingXSub(XSub):
+    """XSUB with ``conflate``: only the newest message of each publisher is kept."""
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        if messages:
+            conflate_put(pipe.inbox, messages[-1])
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        conflate_put(pipe.inbox, message)
