@@ -31,6 +31,7 @@ from ..protocol.properties import Properties
 from ..protocol.sockettypes import compatible
 from ..routing.base import RoutingStrategy
 from .pipe import Pipe
+from .queue import MessageQueue
 
 if TYPE_CHECKING:
     from ..socket import Socket
@@ -73,6 +74,17 @@ def unbind(socket: Socket, name: str, close_connections: bool) -> None:
         for dialer_pipe, (_, binder, _) in list(_links.items()):
             if binder is socket and dialer_pipe.endpoint == f"inproc://{name}":
                 _unlink(dialer_pipe, "endpoint unbound", requeue=True)
+
+
+def drop(pipe: Pipe, reason: str) -> None:
+    """Cut the link ``pipe`` (on either side) belongs to, as if its connection had failed."""
+    if pipe in _links:
+        _unlink(pipe, reason, requeue=False)
+        return
+    for dialer_pipe, (_, _, binder_pipe) in list(_links.items()):
+        if binder_pipe is pipe:
+            _unlink(dialer_pipe, reason, requeue=True)
+            return
 
 
 def socket_closed(socket: Socket) -> None:
@@ -121,8 +133,8 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
         dialer.options.recv_hwm
     )
     bpipe = binder._new_pipe(endpoint, persistent=False, inbox=to_binder, outbox=to_dialer)
-    dpipe.send = _sender(binder, bpipe)
-    bpipe.send = _sender(dialer, dpipe)
+    dpipe.send = _sender(dialer, dpipe, binder, bpipe)
+    bpipe.send = _sender(binder, bpipe, dialer, dpipe)
     dialer._emit(Connected(endpoint, "inproc"))
     binder._emit(Accepted(endpoint, "inproc"))
     dpeer, bpeer = _peer_info(binder, endpoint), _peer_info(dialer, endpoint)
@@ -140,33 +152,55 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
             dialer._pipe_disconnected(dpipe, reason)
     if reason is not None:
         dpipe.send = dpipe.outbox.put
-        binder._remove_pipe(bpipe)
+        # Unhook the refused binder pipe from the queues it shared with the dialer, or the
+        # dialer's next message would wake the binder and be read from a refused peer.
+        to_binder.on_data = to_dialer.on_space = _noop_data
+        to_binder.capacity = hwm_capacity(dialer.options.send_hwm)
+        binder._pipe_refused(bpipe)
         dialer._emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
         binder._emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
         return
     _links[dpipe] = (dialer, binder, bpipe)
     dialer._emit(HandshakeSucceeded(endpoint, dpeer))
     binder._emit(HandshakeSucceeded(endpoint, bpeer))
-    if to_binder.items:  # queued before the bind: tell the binder they are readable now
-        binder._strategy.readable(bpipe)
-        binder._wake_receivers()
+    if to_binder.items:
+        # Queued before the bind: hand them over now as if just sent, so that they go through
+        # the same hooks (the dialer's before_send, the binder's on_receive and filtering).
+        queued = list(to_binder.items)
+        to_binder.items.clear()
+        for message in queued:
+            dpipe.send(message)
 
 
-def _sender(receiver: Socket, pipe: Pipe) -> Callable[[list[bytes]], None]:
-    """The function a peer uses to hand ``receiver`` a message arriving on ``pipe``.
+def _sender(
+    sender: Socket, spipe: Pipe, receiver: Socket, rpipe: Pipe
+) -> Callable[[list[bytes]], None]:
+    """The function ``sender`` uses to hand ``receiver`` a message over ``spipe``, arriving
+    on ``rpipe``.
 
     When the receiver neither filters nor inspects messages (no extension, the strategy's
-    default ``incoming_one``), that is the inbox's own ``put``: no extra call per message.
+    default ``incoming_one``) and the sender has no extension, that is the inbox's own
+    ``put``: no extra call per message. A sender's extension sees the message in
+    ``before_send`` when it is handed over, as a stream connection's writer would show it.
     """
     default = type(receiver._strategy).incoming_one is RoutingStrategy.incoming_one
-    if receiver.extension is None and default:
-        return pipe.inbox.put
+    ext = sender.extension
+    if ext is None and receiver.extension is None and default:
+        return rpipe.inbox.put
     incoming_one = receiver._incoming_one
+    if ext is None:
 
-    def send(message: list[bytes]) -> None:
-        incoming_one(pipe, message)
+        def send(message: list[bytes]) -> None:
+            incoming_one(rpipe, message)
 
-    return send
+        return send
+    before_send = ext.before_send
+
+    def send_with_hook(message: list[bytes]) -> None:
+        before_send(spipe, message)
+        incoming_one(rpipe, message)
+
+    return send_with_hook
 
 
 def _unlink(dpipe: Pipe, reason: str, requeue: bool) -> None:
@@ -174,9 +208,16 @@ def _unlink(dpipe: Pipe, reason: str, requeue: bool) -> None:
     if link is None:
         return
     dialer, binder, bpipe = link
-    dpipe.send = dpipe.outbox.put
-    dpipe.outbox.on_data = _noop_data  # no consumer until the next link
-    dpipe.inbox.on_space = _noop_data  # no producer either
+    # Each shared queue now belongs to its reader alone: messages already handed over stay
+    # readable (as on tcp), and the writers get fresh outboxes, so that dropping a pipe's
+    # undelivered outbox can never empty the peer's inbox.
+    shared = dpipe.outbox
+    dpipe.outbox = MessageQueue(hwm_capacity(dialer.options.send_hwm))
+    dpipe.outbox.on_space = shared.on_space  # the dialer's sender wake-up
+    dpipe.send = dpipe.outbox.put  # queued until the next link
+    dpipe.inbox.on_space = _noop_data  # no producer any more
+    bpipe.outbox = MessageQueue(hwm_capacity(binder.options.send_hwm))
+    bpipe.send = bpipe.outbox.put
     dialer._pipe_disconnected(dpipe, reason)
     binder._pipe_disconnected(bpipe, reason)
     dialer._emit(Disconnected(dpipe.endpoint, reason, "inproc"))

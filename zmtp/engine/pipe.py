@@ -32,6 +32,7 @@ class Pipe:
         "connected",
         "endpoint",
         "extension_state",
+        "flushing",
         "inbox",
         "outbox",
         "peer",
@@ -54,6 +55,8 @@ class Pipe:
         self.routing_id = b""  #: ROUTER / SERVER / PEER address of this peer
         self.state: Any = None  #: per-pipe data for the routing strategy
         self.extension_state: Any = None  #: per-pipe data for an installed extension
+        #: A writer took messages from the outbox and is still writing them (linger waits).
+        self.flushing = False
         self._command_sink: Callable[[bytes, bytes], None] | None = None
         #: Queue a message (wire parts) for this peer; the caller checked ``outbox.full``.
         #: For tcp/ipc this is ``outbox.put`` (the connection's writer drains it); for inproc it

@@ -19,20 +19,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ByteStream
 
+from ..auth.policy import authenticate, zap_address
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
 from ..protocol.connection import Connection
 from ..protocol.events import (
+    AuthenticationRequested,
     CommandReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
     MessagesReceived,
 )
+from ..protocol.mechanism import AuthRequest
 from .pipe import Pipe
 
 if TYPE_CHECKING:
@@ -86,6 +90,10 @@ class StreamConnection:
         self._reader_wakeup: anyio.Event | None = None
         self._timer_scope: anyio.CancelScope | None = None
         self._scope: anyio.CancelScope | None = None
+        self._auth_request: AuthRequest | None = None
+        #: Handshake output the writer took but whose write a teardown cancelled (see
+        #: _write_loop); _shutdown sends it before closing.
+        self._unsent = b""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -117,7 +125,7 @@ class StreamConnection:
 
     async def _shutdown(self) -> None:
         # Flush what the protocol still wants to say (an ERROR for a refused peer), briefly.
-        leftover = self.conn.data_to_send()
+        leftover = self._unsent + self.conn.data_to_send()
         if leftover and self.end_kind != "io":
             with anyio.move_on_after(1.0):
                 with contextlib.suppress(*_STREAM_ERRORS):
@@ -154,6 +162,8 @@ class StreamConnection:
                 return
             if conn.has_output:
                 self._wake_writer()
+            if self._auth_request is not None and await self._authenticate():
+                return
             timer = self._timer_scope
             if timer is not None:
                 deadline = conn.next_deadline()
@@ -194,6 +204,30 @@ class StreamConnection:
             elif type(event) is ConnectionFailed:
                 self._end(event.reason, event.kind)
                 return True
+            elif type(event) is AuthenticationRequested:
+                self._auth_request = event.request
+        return False
+
+    async def _authenticate(self) -> bool:
+        """Decide on the pending authentication request; True if the connection must end.
+
+        Runs in the read loop, so no further input is read meanwhile (the connection would
+        only hold it); the timer loop keeps running, so the handshake timeout still applies
+        and cancels a decision that takes too long.
+        """
+        assert self._auth_request is not None
+        request = replace(
+            self._auth_request,
+            address=zap_address(self.address),
+            identity=self.socket.options.identity,
+        )
+        self._auth_request = None
+        result = await authenticate(request, self.socket.authenticator)
+        events = self.conn.complete_authentication(result, anyio.current_time())
+        if events and self._handle_events(events):
+            return True  # a refusal's ERROR is flushed by _shutdown, not by the cancelled writer
+        if self.conn.has_output:
+            self._wake_writer()
         return False
 
     def _on_handshake(self, event: HandshakeComplete) -> str | None:
@@ -214,6 +248,7 @@ class StreamConnection:
         pipe = self.pipe
         reason = socket._pipe_handshake(pipe, peer, self._send_command)
         if reason is not None:
+            socket._pipe_refused(pipe)
             return reason
         self.handshaken = True
         pipe.inbox.on_space = self._wake_reader
@@ -257,7 +292,23 @@ class StreamConnection:
                             ext.before_send(pipe, message)
                     encoded = conn.encode_messages(batch)
                     data = data + encoded if data else encoded
-                await send(data)
+                    # The batch has left the outbox but not the process: a lingering close
+                    # must wait for this write too, not only for an empty outbox.
+                    pipe.flushing = True
+                    try:
+                        await send(data)
+                    finally:
+                        pipe.flushing = False
+                elif not self.handshaken:
+                    # Greeting, READY, ERROR: a few bytes into an empty socket buffer. If the
+                    # teardown that follows a refusal cancels this write, it was cancelled before
+                    # writing anything (every transport checks for a cancel first), so
+                    # _shutdown can still send it: the refused peer learns why.
+                    self._unsent = data
+                    await send(data)
+                    self._unsent = b""
+                else:
+                    await send(data)
                 if socket._flush_wakeup is not None:
                     socket._written()
         except _STREAM_ERRORS as exc:

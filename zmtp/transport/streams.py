@@ -73,10 +73,15 @@ async def dial(endpoint: TcpEndpoint | IpcEndpoint) -> ByteStream:
 def peer_address(stream: ByteStream) -> str:
     """A printable peer address for monitor events and ZAP ("host:port", or a path)."""
     try:
-        remote = stream.extra(SocketAttribute.remote_address)
+        # typed "tuple | str", but an abstract unix socket's address comes back as bytes
+        remote: object = stream.extra(SocketAttribute.remote_address)
     except Exception:
         return ""
     if isinstance(remote, tuple):
         host, port = remote[0], remote[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    if isinstance(remote, bytes):  # a Linux abstract ipc name: b"\0name", shown as "@name"
+        remote = remote.decode("utf-8", "replace")
+    if isinstance(remote, str) and remote.startswith("\0"):
+        return "@" + remote[1:]
     return str(remote)
