@@ -17,6 +17,11 @@ Driver contract::
 
 After a :class:`ConnectionFailed` event the connection is dead: flush ``data_to_send()`` (it
 may hold an ERROR for the peer) and close the transport.
+
+On a server whose mechanism needs a decision (PLAIN, CURVE, NULL with authentication) an
+:class:`AuthenticationRequested` event arrives instead at that point of the handshake: decide
+(asynchronously if need be) and call ``events = conn.complete_authentication(result, now)``, then
+flush ``data_to_send()``. Input fed meanwhile is held, not processed.
 """
 
 from __future__ import annotations
@@ -27,16 +32,17 @@ from enum import Enum
 from . import commands
 from .errors import MessageTooLarge, ProtocolError
 from .events import (
+    AuthenticationRequested,
     CommandReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
     MessagesReceived,
 )
-from .frames import COMMAND, MORE, Command, FrameDecoder, encode_command, parse_command
+from .frames import COMMAND, MORE, Command, FrameDecoder, encode_command
 from .greeting import GREETING_SIZE, check_greeting_prefix, encode_greeting, parse_greeting
-from .mechanism import Mechanism, NullMechanism, PeerRejected
-from .properties import encode_properties
+from .mechanism import AuthResult, Mechanism, NullMechanism, PeerRejected
+from .properties import Properties, encode_properties
 from .sockettypes import compatible
 
 
@@ -49,6 +55,9 @@ class State(Enum):
 
 #: The socket types that send their Identity in READY (libzmq ``add_basic_properties``).
 _SENDS_IDENTITY = frozenset({"REQ", "DEALER", "ROUTER"})
+#: Most input held while an authentication decision is pending. A client has nothing to send
+#: then (it waits for WELCOME/READY), so this only stops a hostile peer from filling memory.
+MAX_HELD_DURING_AUTH = 1 << 20
 
 
 class Connection:
@@ -96,6 +105,10 @@ class Connection:
         self._greeting_buf = b""
         self._out: list[bytes] = [encode_greeting(self.mechanism.name, self.mechanism.as_server)]
         self._ready_sent = False
+        self._auth_pending = False
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._peer_type_checked = False
         # Timers, as absolute times on the driver's clock (None = not armed).
         self._handshake_deadline = now + handshake_timeout if handshake_timeout else None
         self._hb_ivl = heartbeat_ivl
@@ -177,7 +190,15 @@ class Connection:
 
     def _handshake(self, data: bytes, now: float, events: list[Event]) -> None:
         decoder = self._decoder
+        mech = self.mechanism
         while self.state is State.HANDSHAKE:
+            if self._auth_pending:
+                self._hold(data)
+                return
+            if mech.auth_request is not None:
+                self._auth_pending = True
+                events.append(AuthenticationRequested(mech.auth_request))
+                continue
             frame = decoder.next_frame(data)
             data = b""
             if frame is None:
@@ -187,13 +208,17 @@ class Connection:
                 raise ProtocolError("message frame received before the handshake completed")
             if flags & MORE:
                 raise ProtocolError("command frame with the MORE flag set")
-            command = parse_command(body)
-            self._out.extend(self.mechanism.handle_command(command))
-            if self.mechanism.complete:
+            command = mech.parse_command(body)
+            frames = mech.handle_command(command)
+            if not self._peer_type_checked and mech.peer_properties is not None:
+                self._check_peer_type()  # before our answer: no READY to a wrong peer type
+            self._out.extend(frames)
+            if mech.complete:
                 self._complete_handshake(now, events)
-        # Data pipelined behind the handshake in the same read (libzmq sends READY then data).
-        if self.state is State.READY and decoder.buffered:
-            items = decoder.feed(b"")
+        # Data pipelined behind the handshake in the same read (libzmq sends READY then data),
+        # or held during authentication when that completed the handshake (``data`` unread).
+        if self.state is State.READY and (data or decoder.buffered):
+            items = decoder.feed(data)
             if items:
                 events.extend(self._dispatch(items, now))
             if decoder.error is not None and not (
@@ -201,10 +226,23 @@ class Connection:
             ):
                 raise decoder.error
 
-    def _complete_handshake(self, now: float, events: list[Event]) -> None:
-        mech = self.mechanism
-        props = mech.peer_properties
+    def _hold(self, data: bytes) -> None:
+        """Keep input that arrives while authentication is pending (bounded)."""
+        if not data:
+            return
+        self._held_size += len(data)
+        if self._held_size > MAX_HELD_DURING_AUTH:
+            raise ProtocolError(
+                f"peer sent over {MAX_HELD_DURING_AUTH} bytes while authentication was pending"
+            )
+        self._held.append(data)
+
+    def _check_peer_type(self) -> None:
+        """The Socket-Type check, as soon as the peer's metadata is known (as libzmq does:
+        for CURVE that is before authentication and before our READY)."""
+        props = self.mechanism.peer_properties
         assert props is not None
+        self._peer_type_checked = True
         peer_type = props.text("Socket-Type")
         if not peer_type:
             raise ProtocolError("peer did not announce its Socket-Type")
@@ -214,6 +252,49 @@ class Connection:
             raise ProtocolError(
                 f"incompatible socket types: {self.socket_type} cannot talk to {peer_type}"
             )
+
+    def complete_authentication(self, result: AuthResult, now: float = 0.0) -> list[Event]:
+        """Hand the decision on the pending :class:`AuthenticationRequested` to the mechanism.
+
+        Accepted: the handshake continues (WELCOME or READY is queued) and input held since
+        the request is processed; refused: ERROR is queued where the RFCs say (not for status
+        300) and a :class:`ConnectionFailed` of kind ``"rejected"`` is returned. A decision
+        arriving after the connection failed (e.g. the handshake timed out) is ignored.
+        """
+        if self.state is State.CLOSED:
+            return []
+        if not self._auth_pending:
+            raise RuntimeError("no authentication is pending")
+        self._auth_pending = False
+        events: list[Event] = []
+        mech = self.mechanism
+        self._out.extend(mech.complete_authentication(result))
+        if not result.accepted:
+            return self._fail(result.describe(), "rejected", events)
+        held = b"".join(self._held)
+        self._held.clear()
+        self._held_size = 0
+        try:
+            if mech.complete:
+                self._complete_handshake(now, events)
+            self._handshake(held, now, events)
+        except PeerRejected as exc:
+            return self._fail(exc.reason, "peer-error", events)
+        except ProtocolError as exc:
+            return self._fail(exc.reason, "protocol", events)
+        return events
+
+    def _complete_handshake(self, now: float, events: list[Event]) -> None:
+        mech = self.mechanism
+        props = mech.peer_properties
+        assert props is not None
+        if not self._peer_type_checked:
+            self._check_peer_type()
+        peer_type = props.text("Socket-Type")
+        if mech.auth_metadata:
+            # The authenticator's metadata wins over same-named peer properties (libzmq's order),
+            # so a peer cannot spoof what authentication attached to it.
+            props = Properties({**props, **mech.auth_metadata})
         self.state = State.READY
         self._decoder.transform = mech.decode_transform
         self._handshake_deadline = None
@@ -281,7 +362,8 @@ class Connection:
         if self.state is State.CLOSED:
             return []
         if self._handshake_deadline is not None and now >= self._handshake_deadline:
-            return self._fail("handshake timed out", "timeout", [])
+            waiting = " (waiting for the authentication decision)" if self._auth_pending else ""
+            return self._fail(f"handshake timed out{waiting}", "timeout", [])
         if self._ttl_deadline is not None and now >= self._ttl_deadline:
             return self._fail("heartbeat TTL expired: peer went silent", "timeout", [])
         if self._ping_timeout is not None and now >= self._ping_timeout:
@@ -295,9 +377,9 @@ class Connection:
 
     # ------------------------------------------------------------------ failure
 
-    def fail(self, reason: str) -> list[Event]:
+    def fail(self, reason: str, kind: str = "protocol") -> list[Event]:
         """Close on the driver's initiative (e.g. an extension rejected the peer)."""
-        return self._fail(reason, "protocol", [])
+        return self._fail(reason, kind, [])
 
     def _fail(self, reason: str, kind: str, events: list[Event]) -> list[Event]:
         during = self.state is not State.READY

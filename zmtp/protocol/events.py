@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .mechanism import AuthRequest
 from .properties import Properties
 
 
@@ -41,11 +42,24 @@ class CommandReceived:
 
 
 @dataclass(slots=True)
+class AuthenticationRequested:
+    """The server mechanism holds the client's credentials and waits for a decision.
+
+    The connection processes no further handshake input until the driver calls
+    ``Connection.complete_authentication(AuthResult(...))``; the handshake timeout keeps
+    running meanwhile. ``request.address`` and ``request.identity`` are for the driver to fill.
+    """
+
+    request: AuthRequest
+
+
+@dataclass(slots=True)
 class ConnectionFailed:
     """The connection must be closed. Always the last event a connection produces.
 
-    ``kind`` is ``"protocol"`` (the peer broke the protocol or was refused), ``"timeout"``
-    (handshake or heartbeat deadline passed) or ``"peer-error"`` (the peer sent ERROR).
+    ``kind`` is ``"protocol"`` (the peer broke the protocol), ``"timeout"`` (handshake or
+    heartbeat deadline passed), ``"peer-error"`` (the peer sent ERROR) or ``"rejected"``
+    (authentication refused the peer).
     ``during_handshake`` tells monitor code whether this is a ``handshake_failed``.
     """
 
@@ -54,4 +68,10 @@ class ConnectionFailed:
     during_handshake: bool
 
 
-Event = HandshakeComplete | MessagesReceived | CommandReceived | ConnectionFailed
+Event = (
+    HandshakeComplete
+    | MessagesReceived
+    | CommandReceived
+    | AuthenticationRequested
+    | ConnectionFailed
+)

@@ -1,0 +1,48 @@
+"""Authentication for server sockets: an in-process authenticator, ZAP, and the decision types.
+
+* :class:`Authenticator` - allow/deny by address, PLAIN passwords, CURVE keys (or any key), or a
+  custom async callback; set it as ``socket.authenticator``.
+* ZAP (RFC 27): without an authenticator, a handler bound at ``inproc://zeromq.zap.01`` in this
+  process decides (serve one with :func:`serve_zap`).
+* :class:`AuthRequest` / :class:`AuthResult`: what is asked and what is answered, whichever of
+  the two decides.
+
+See docs/security.md.
+"""
+
+from __future__ import annotations
+
+from ..protocol.mechanism import AuthRequest, AuthResult
+from .authenticator import ANY_DOMAIN, AuthCallback, Authenticator, AuthHandler, curve_user_id
+from .policy import authenticate, default_policy, zap_address
+from .zap import (
+    ZAP_ENDPOINT,
+    ZapError,
+    encode_reply,
+    encode_request,
+    parse_reply,
+    parse_request,
+    serve_zap,
+    zap_authenticate,
+)
+
+__all__ = [
+    "ANY_DOMAIN",
+    "ZAP_ENDPOINT",
+    "AuthCallback",
+    "AuthHandler",
+    "AuthRequest",
+    "AuthResult",
+    "Authenticator",
+    "ZapError",
+    "authenticate",
+    "curve_user_id",
+    "default_policy",
+    "encode_reply",
+    "encode_request",
+    "parse_reply",
+    "parse_request",
+    "serve_zap",
+    "zap_address",
+    "zap_authenticate",
+]
