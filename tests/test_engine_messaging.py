@@ -169,12 +169,8 @@ async def test_recv_of_a_multipart_message_raises_value_error(endpoint: str) -> 
             await link.binder.recv()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Socket.recv pops the message before raising ValueError, so it is lost "
-    "(DESIGN.md: bad input gets a clear error and nothing is lost); recv is not ours to edit",
-)
 async def test_recv_of_a_multipart_message_leaves_it_for_recv_multipart() -> None:
+    # Regression: recv() used to pop the message before raising ValueError, losing it.
     async with linked(zmtp.PULL, zmtp.PUSH, f"inproc://{unique_name()}") as link:
         await link.connector.send_multipart([b"a", b"b"])
         with anyio.fail_after(TIMEOUT), pytest.raises(ValueError):

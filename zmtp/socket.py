@@ -145,6 +145,8 @@ class Socket:
         self._recv_wakeup: anyio.Event | None = None
         self._flush_wakeup: anyio.Event | None = None
         self._ops = 0
+        #: A multipart message ``recv()`` refused; handed out by the next receive call.
+        self._held: Message | None = None
         self._running = 0
         self._idle: anyio.Event | None = None
         self.last_endpoint = ""
@@ -567,13 +569,18 @@ class Socket:
         ops = self._ops = self._ops + 1
         if not ops & _CANCEL_CHECK_MASK:
             await checkpoint_if_cancelled()
-        message = self._strategy.try_recv()
-        if message is None:
-            message = await self._recv_blocking()
-        elif ops >= _YIELD_EVERY:
-            self._ops = 0
-            await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
+        message = self._held
+        if message is not None:
+            self._held = None
+        else:
+            message = self._strategy.try_recv()
+            if message is None:
+                message = await self._recv_blocking()
+            elif ops >= _YIELD_EVERY:
+                self._ops = 0
+                await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
         if len(message) != 1:
+            self._held = message  # not lost: the next recv/recv_multipart returns it
             raise ValueError(
                 f"received a {len(message)}-part message; use recv_multipart() for multipart"
             )
@@ -588,6 +595,10 @@ class Socket:
         ops = self._ops = self._ops + 1
         if not ops & _CANCEL_CHECK_MASK:
             await checkpoint_if_cancelled()
+        message = self._held
+        if message is not None:
+            self._held = None
+            return message
         message = strategy.try_recv()
         if message is not None:
             if ops >= _YIELD_EVERY:
