@@ -174,9 +174,7 @@ class LoadBalancer:
             index = (start + i) % n
             pipe = pipes[index]
             outbox = pipe.outbox
-            if len(outbox.items) >= outbox.capacity or (
-                ext is not None and not ext.can_send(pipe)
-            ):
+            if len(outbox.items) >= outbox.capacity or (ext is not None and not ext.can_send(pipe)):
                 continue
             self._next = (index + 1) % n
             pipe.send(parts)
