@@ -16,6 +16,8 @@ Quick use::
 
 from __future__ import annotations
 
+from .auth import Authenticator, AuthRequest, AuthResult
+from .crypto import curve_keypair, curve_public
 from .errors import (
     HostUnreachable,
     InvalidState,
@@ -89,6 +91,9 @@ __all__ = [
     "XPUB",
     "XSUB",
     "Accepted",
+    "AuthRequest",
+    "AuthResult",
+    "Authenticator",
     "BindFailed",
     "Closed",
     "ConnectDelayed",
@@ -114,4 +119,6 @@ __all__ = [
     "UnsupportedOperation",
     "ZMTPError",
     "__version__",
+    "curve_keypair",
+    "curve_public",
 ]

@@ -28,7 +28,9 @@ class PeerInfo:
     endpoint: str  #: the endpoint we bound or connected
     address: str  #: the peer's transport address ("127.0.0.1:5555", a path, "inproc")
     user_id: str = ""  #: set by authentication on a server
-    curve_public_key: bytes = b""  #: the client's long-term key, as seen by a CURVE server
+    #: The peer's long-term CURVE public key: the client's on a server (what authentication
+    #: checked, and what the QoS layer keys peers by), the server's on a client.
+    curve_public_key: bytes = b""
 
 
 @dataclass(frozen=True)
