@@ -108,6 +108,26 @@ async def test_we_pong_libzmq_on_the_wire(lz: Libzmq) -> None:
                 assert await ours.recv_multipart() == [b"ok"]
 
 
+async def test_libzmq_honours_the_ttl_in_our_pings(lz: Libzmq) -> None:
+    """Our PING carries heartbeat_ttl in deciseconds; libzmq drops the connection when nothing
+    else follows within it. PING every 0.5 s with TTL 0.2 s: the first PING at 0.5 s arms
+    libzmq's TTL timer, and nothing else arrives, so libzmq closes at about 0.7 s."""
+    with anyio.fail_after(TEST_TIMEOUT):
+        theirs = lz.socket("PULL")
+        theirs_monitor = theirs.monitor()
+        async with zmtp.Socket(
+            zmtp.PUSH, heartbeat_ivl=0.5, heartbeat_ttl=0.2, heartbeat_timeout=5.0, linger=0
+        ) as ours:
+            monitor = ours.monitor()
+            await link(ours, theirs, binds="libzmq", endpoint="tcp://127.0.0.1:*")
+            started = anyio.current_time()
+            await theirs_monitor.wait_for("DISCONNECTED", touch=False)
+            elapsed = anyio.current_time() - started
+            assert 0.6 <= elapsed < 1.2, f"libzmq dropped us after {elapsed:.2f}s"
+            event = await monitor.wait_for(zmtp.Disconnected)
+            assert isinstance(event, zmtp.Disconnected) and "closed by peer" in event.reason
+
+
 async def test_silent_peer_dropped_after_heartbeat_timeout() -> None:
     """A peer that completes the handshake and then says nothing (not even PONG) is dropped
     once heartbeat_timeout passes after a PING, with the reason in the monitor."""

@@ -801,7 +801,7 @@ async def _one_way(c: CaseContext, ours_type: str, theirs_type: str, outgoing: b
             return f"{n} msgs incl. 1 MiB in order; libzmq saw Socket-Type {ours_type}"
         c.step(f"libzmq {theirs_type} -> zmtp {ours_type}: {len(messages)} messages")
         n = await transfer(theirs, c.end(ours), messages)
-        return f"{n} msgs incl. 1 MiB in order; peer {theirs_type}, accepted by libzmq"
+        return f"{n} msgs incl. 1 MiB in order; libzmq accepted Socket-Type {ours_type}"
 
 
 @register("PUSH->PULL", flow="zmtp->libzmq")
@@ -1014,7 +1014,8 @@ def run_check(
                         results.append(hung)
                         table.row(hung)
                         summary()
-                        os._exit(1)
+                        shutil.rmtree(workdir, ignore_errors=True)
+                        os._exit(1)  # the event loop is stuck: no clean way out
 
                     limit = (case.timeout or timeout) + WATCHDOG_GRACE
                     with _Watchdog(limit, fire):
