@@ -149,12 +149,7 @@ async def test_silent_peer_dropped_after_heartbeat_timeout() -> None:
             assert count_commands(bytes(peer.received[0]), b"PING") >= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zmtp bug: FrameDecoder rejects a command frame between two frames of a multipart "
-    "message ('command frame in the middle of a multipart message'); libzmq sends its "
-    "heartbeat PING exactly there",
-)
+
 @pytest.mark.parametrize("binds", ["zmtp", "libzmq"])
 async def test_libzmq_ping_between_frames_of_a_multipart_message(lz: Libzmq, binds: str) -> None:
     """libzmq's heartbeat timer makes the next frame its encoder produces a PING, wherever it
