@@ -135,6 +135,16 @@ class FairQueue:
         return message
 
 
+class SendOnly:
+    """For types whose peers never send data (PUSH, SCATTER): anything that arrives is dropped."""
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        """Dropped: the peer type has nothing to send."""
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        """Dropped, see :meth:`incoming`."""
+
+
 class LoadBalancer:
     """Send round-robin to pipes that have room (libzmq ``lb_t``)."""
 
@@ -143,6 +153,14 @@ class LoadBalancer:
     def __init__(self) -> None:
         self._out: list[Pipe] = []
         self._next = 0
+
+    def attach(self, pipe: Pipe) -> str | None:
+        """Strategy hook: a plain load-balancing type routes to every attached pipe."""
+        self.lb_attach(pipe)
+        return None
+
+    def detach(self, pipe: Pipe) -> None:
+        self.lb_detach(pipe)
 
     def lb_attach(self, pipe: Pipe) -> None:
         self._out.append(pipe)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message
 from .mixins import SinglePart
 from .pair import Pair
 
@@ -17,13 +16,3 @@ class Channel(SinglePart, Pair):
     def attach(self, pipe: Pipe) -> str | None:
         reason = super().attach(pipe)
         return None if reason is None else "CHANNEL socket already has a peer"
-
-    def check_send(self, parts: Message) -> None:
-        self.check_single_part(parts)
-
-    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        pipe.inbox.put_many(self.single_parts(messages))
-
-    def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        if len(message) == 1:
-            pipe.inbox.put(message)

@@ -33,23 +33,6 @@ class Client(SinglePart, FairQueue, LoadBalancer, RoutingStrategy):
         FairQueue.__init__(self)
         LoadBalancer.__init__(self)
 
-    def attach(self, pipe: Pipe) -> str | None:
-        self.lb_attach(pipe)
-        return None
-
-    def detach(self, pipe: Pipe) -> None:
-        self.lb_detach(pipe)
-
-    def check_send(self, parts: Message) -> None:
-        self.check_single_part(parts)
-
-    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        pipe.inbox.put_many(self.single_parts(messages))
-
-    def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        if len(message) == 1:
-            pipe.inbox.put(message)
-
     try_send = LoadBalancer.lb_send
     try_recv = FairQueue.fq_recv
 
@@ -111,10 +94,3 @@ class Server(SinglePart, FairQueue, IdentityRouter, GeneratedIds, RoutingIds, Ro
             return None
         pipe, message = item
         return [pipe.routing_id, message[0]]
-
-    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        pipe.inbox.put_many(self.single_parts(messages))
-
-    def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        if len(message) == 1:
-            pipe.inbox.put(message)

@@ -42,13 +42,6 @@ class Dealer(FairQueue, LoadBalancer, RoutingStrategy):
         FairQueue.__init__(self)
         LoadBalancer.__init__(self)
 
-    def attach(self, pipe: Pipe) -> str | None:
-        self.lb_attach(pipe)
-        return None
-
-    def detach(self, pipe: Pipe) -> None:
-        self.lb_detach(pipe)
-
     try_send = LoadBalancer.lb_send
     try_recv = FairQueue.fq_recv
 

@@ -160,6 +160,16 @@ class SinglePart:
     def single_parts(messages: list[Message]) -> list[Message]:
         return [m for m in messages if len(m) == 1]
 
+    def check_send(self, parts: Message) -> None:
+        self.check_single_part(parts)
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        pipe.inbox.put_many(self.single_parts(messages))
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        if len(message) == 1:
+            pipe.inbox.put(message)
+
 
 # ------------------------------------------------------------------ application APIs
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..engine.pipe import Pipe
-from ..engine.queue import Message
-from .base import FairQueue, LoadBalancer, RoutingStrategy
+from .base import FairQueue, LoadBalancer, RoutingStrategy, SendOnly
 
 if TYPE_CHECKING:
     from ..socket import Socket
 
 
-class Push(LoadBalancer, RoutingStrategy):
+class Push(SendOnly, LoadBalancer, RoutingStrategy):
     """Each message goes to the next peer with room; blocks when every peer is at its HWM."""
 
     socket_type = "PUSH"
@@ -21,19 +19,6 @@ class Push(LoadBalancer, RoutingStrategy):
     def __init__(self, socket: Socket) -> None:
         RoutingStrategy.__init__(self, socket)
         LoadBalancer.__init__(self)
-
-    def attach(self, pipe: Pipe) -> str | None:
-        self.lb_attach(pipe)
-        return None
-
-    def detach(self, pipe: Pipe) -> None:
-        self.lb_detach(pipe)
-
-    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        """A PULL peer has nothing to send us; anything it does send is dropped."""
-
-    def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        """See :meth:`incoming`."""
 
     try_send = LoadBalancer.lb_send
 
