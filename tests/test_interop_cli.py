@@ -1,10 +1,12 @@
 """``python -m zmtp interop``: the live check against libzmq, its table, and its failure modes
-(failing, raising, hanging and uncancellable cases; pyzmq missing; bad arguments)."""
+(failing, raising, hanging and uncancellable cases; pyzmq missing; bad arguments); and
+``zmtp keygen``."""
 
 from __future__ import annotations
 
 import io
 import itertools
+import json
 import re
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import pytest
 
 from zmtp import __main__ as cli
 from zmtp import interop
+from zmtp.crypto import curve_public, z85_decode
 from zmtp.interop import CaseContext, CaseFailed, Registry
 
 pytestmark = pytest.mark.interop
@@ -26,14 +29,32 @@ ROW = re.compile(
     r"(?P<flow>zmtp->libzmq|libzmq->zmtp|both)\s+(?P<binds>zmtp|libzmq)\s+"
     r"(?P<result>PASS|FAIL|SKIP)\s+(?P<time>\d+\.\d\d)s(?:\s+(?P<detail>.*))?$"
 )
-BUILTIN = {
-    ("PUSH->PULL", "zmtp->libzmq"),
-    ("PULL<-PUSH", "libzmq->zmtp"),
-    ("PAIR<->PAIR", "both"),
+#: A case name: zmtp's type, an arrow, libzmq's type, and an optional [variant].
+NAME = re.compile(r"^(?P<ours>[A-Z]+)(?:->|<-|<->)(?P<theirs>[A-Z]+)(?:\[(?P<variant>[^]]+)\])?$")
+#: Which socket types may talk to which (RFC 23 and the pattern RFCs 28, 29, 30, 31).
+COMPATIBLE = {
+    "PAIR": {"PAIR"},
+    "PUSH": {"PULL"},
+    "PULL": {"PUSH"},
+    "REQ": {"REP", "ROUTER"},
+    "REP": {"REQ", "DEALER"},
+    "DEALER": {"REP", "DEALER", "ROUTER"},
+    "ROUTER": {"REQ", "DEALER", "ROUTER"},
+    "PUB": {"SUB", "XSUB"},
+    "SUB": {"PUB", "XPUB"},
+    "XPUB": {"SUB", "XSUB"},
+    "XSUB": {"PUB", "XPUB"},
 }
+#: Every standard pairing, with zmtp on either side: (zmtp's type, libzmq's type).
+STANDARD_PAIRS = {(ours, theirs) for ours, peers in COMPATIBLE.items() for theirs in peers}
+#: The security variants that must be there: each mechanism with zmtp in each role.
+SECURITY_VARIANTS = {"CURVE-client", "CURVE-server", "PLAIN-client", "PLAIN-server"}
+MATRIX = set(itertools.product(("tcp", "ipc"), ("zmtp", "libzmq")))
 
 
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 120, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "zmtp", *args],
         capture_output=True,
@@ -41,6 +62,7 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
         timeout=timeout,
         cwd=ROOT,
         check=False,
+        input=stdin,
     )
 
 
@@ -48,34 +70,67 @@ def rows(output: str) -> list[re.Match[str]]:
     return [m for line in output.splitlines() if (m := ROW.match(line))]
 
 
-def test_cli_interop_asyncio_passes_with_a_full_table() -> None:
-    proc = run_cli("interop", "--backend", "asyncio")
+def test_cli_interop_passes_every_standard_pair_on_both_backends() -> None:
+    proc = run_cli("interop")
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     lines = out.splitlines()
     assert lines[0].startswith("zmtp ") and "libzmq 4." in lines[0] and "pyzmq" in lines[0]
+    assert "backends asyncio, trio" in lines[0]
     header = lines[1].split()
     assert header == ["BACKEND", "CASE", "TRANSPORT", "FLOW", "BINDS", "RESULT", "TIME", "DETAIL"]
     assert set(lines[2]) <= {"-", " "}
     found = rows(out)
-    assert len(found) == 12, out
-    assert len(lines) == 3 + 12 + 1  # title, header, rule, rows, summary: nothing else
-    expected = {
-        (name, transport, flow, binds)
-        for (name, flow), transport, binds in itertools.product(
-            BUILTIN, ("tcp", "ipc"), ("zmtp", "libzmq")
-        )
-    }
-    assert {(m["case"], m["transport"], m["flow"], m["binds"]) for m in found} == expected
+    assert len(lines) == 3 + len(found) + 1, out  # title, header, rule, rows, summary: no more
     for m in found:
-        assert m["backend"] == "asyncio" and m["result"] == "PASS", m.group(0)
-        assert m["detail"] and "in order" in m["detail"], m.group(0)
+        assert m["result"] == "PASS" and m["detail"], m.group(0)
+
+    # Each case runs the same rows on both backends.
+    matrix: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for m in found:
+        matrix.setdefault((m["case"], m["backend"]), set()).add((m["transport"], m["binds"]))
+    names = {name for name, _ in matrix}
+    for name in names:
+        assert matrix.get((name, "asyncio")) == matrix.get((name, "trio")), name
+
+    # Every standard pair, with zmtp on either side, on both transports with either side
+    # binding; no other pair; the security variants.
+    parsed = {name: NAME.match(name) for name in names}
+    assert all(parsed.values()), [name for name, m in parsed.items() if not m]
+    pairs = {name: (m["ours"], m["theirs"]) for name, m in parsed.items() if m}
+    variants = {m["variant"] for m in parsed.values() if m}
+    plain = {name for name, m in parsed.items() if m and not m["variant"]}
+    assert {pairs[name] for name in plain} == STANDARD_PAIRS
+    assert len(plain) == len(STANDARD_PAIRS)  # one row name per pair
+    for name in plain:
+        assert matrix[(name, "asyncio")] == MATRIX, name
+    assert set(pairs.values()) <= STANDARD_PAIRS
+    assert variants >= {*SECURITY_VARIANTS, "correlate"}
+
+    # Grouped by case name: one block per case, its asyncio rows before its trio rows.
+    blocks = [
+        (name, [m["backend"] for m in group])
+        for name, group in itertools.groupby(found, key=lambda m: m["case"])
+    ]
+    assert len(blocks) == len(names), [name for name, _ in blocks]
+    for name, backends in blocks:
+        assert backends == sorted(backends) and set(backends) == {"asyncio", "trio"}, name
+
+    streams = {"PUSH->PULL", "PULL<-PUSH", "PAIR<->PAIR", "DEALER<->DEALER"}
+    for m in found:
+        if m["case"] in streams:  # sample_messages(): 1000+ messages, compared in order
+            assert "in order" in m["detail"], m.group(0)
     # Aligned: every row's RESULT and DETAIL start in the header's columns.
     result_col, detail_col = lines[1].index("RESULT"), lines[1].index("DETAIL")
     for line in lines[3:-1]:
         assert line[result_col:].startswith("PASS"), line
         assert line[detail_col - 2 : detail_col] == "  " and line[detail_col] != " ", line
-    assert re.fullmatch(r"OK: 12 cases, 12 passed, 0 failed, 0 skipped in \d+\.\ds", lines[-1])
+    summary = re.fullmatch(
+        r"OK: (\d+) cases, (\d+) passed, 0 failed, 0 skipped in (\d+\.\d)s", lines[-1]
+    )
+    assert summary, lines[-1]
+    assert int(summary[1]) == int(summary[2]) == len(found)
+    assert float(summary[3]) < 60, "the whole check must stay well under a minute"
 
 
 def test_cli_filters_transport_and_pattern() -> None:
@@ -86,6 +141,11 @@ def test_cli_filters_transport_and_pattern() -> None:
         ("trio", "PAIR<->PAIR", "ipc")
     ] * 2
     assert {m["binds"] for m in found} == {"zmtp", "libzmq"}
+    proc = run_cli("interop", "--backend", "asyncio", "--transport", "tcp", "-k", "CURVE-server")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = rows(proc.stdout)
+    assert found and all(m["case"].endswith("[CURVE-server]") for m in found)
+    assert {m["transport"] for m in found} == {"tcp"}
 
 
 def test_cli_rejects_bad_arguments() -> None:
@@ -247,3 +307,58 @@ def test_registry_rejects_duplicates_and_bad_rows() -> None:
         registry.register("Z", flow="both", transports=("udp",))(case)
     assert [c.transport for c in registry.select(["ipc"])] == ["ipc", "ipc"]
     assert registry.unregister("X") == 4 and len(registry) == 0
+
+
+# ---------------------------------------------------------------------- zmtp keygen
+
+
+def keygen_pair(*args: str) -> tuple[str, str]:
+    proc = run_cli("keygen", *args)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split(": ", 1)[0] for line in lines] == ["public", "secret"], proc.stdout
+    public, secret = (line.split(": ", 1)[1] for line in lines)
+    return public, secret
+
+
+def test_keygen_prints_a_new_consistent_z85_pair() -> None:
+    public, secret = keygen_pair()
+    assert len(public) == len(secret) == 40
+    assert len(z85_decode(public)) == len(z85_decode(secret)) == 32
+    assert curve_public(secret) == public
+    zmq = pytest.importorskip("zmq")
+    assert zmq.curve_public(secret.encode()) == public.encode()  # libzmq agrees
+    assert keygen_pair()[1] != secret  # a fresh pair each time
+
+
+def test_keygen_json() -> None:
+    proc = run_cli("keygen", "--json")
+    assert proc.returncode == 0, proc.stderr
+    keys = json.loads(proc.stdout)
+    assert set(keys) == {"public", "secret"}
+    assert len(z85_decode(keys["public"])) == len(z85_decode(keys["secret"])) == 32
+    assert curve_public(keys["secret"]) == keys["public"]
+
+
+# libzmq's example keys (zmq_curve(7)).
+KNOWN_SECRET = "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs"
+KNOWN_PUBLIC = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
+
+
+def test_keygen_public_of_a_secret() -> None:
+    # "--public-of=KEY": a Z85 key may start with "-", which argparse would take for an option.
+    proc = run_cli("keygen", f"--public-of={KNOWN_SECRET}")
+    assert (proc.returncode, proc.stdout) == (0, f"public: {KNOWN_PUBLIC}\n"), proc.stderr
+    public, secret = keygen_pair()
+    proc = run_cli("keygen", f"--public-of={secret}", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"public": public}
+    proc = run_cli("keygen", "--public-of", "-", stdin=secret + "\n")  # kept off the command line
+    assert (proc.returncode, proc.stdout) == (0, f"public: {public}\n"), proc.stderr
+
+
+def test_keygen_rejects_a_bad_secret() -> None:
+    for bad in ("short", KNOWN_SECRET[:-1] + "~"):  # wrong length; "~" is not Z85
+        proc = run_cli("keygen", f"--public-of={bad}")
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+        assert "not a CURVE secret key" in proc.stderr

@@ -2,17 +2,21 @@
 
 Subcommands are entries of :data:`COMMANDS`: a name, a one-line help, a function that adds the
 subcommand's options to its parser, and a function that runs it with the parsed arguments and
-returns the exit status. Adding one (e.g. ``keygen``) is a few lines::
+returns the exit status. Adding one is a few lines (see ``keygen`` below)::
 
-    def _keygen_arguments(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--z85", action="store_true")
+    def _hello_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--name", default="world")
 
-    def _keygen(args: argparse.Namespace) -> int:
-        from .crypto import keys  # import lazily: keep the start-up of other commands fast
+    def _hello(args: argparse.Namespace) -> int:
+        from . import something  # import lazily: keep the start-up of other commands fast
         ...
         return 0
 
-    COMMANDS.append(Subcommand("keygen", "generate a CURVE key pair", _keygen_arguments, _keygen))
+    COMMANDS.append(Subcommand("hello", "say hello", _hello_arguments, _hello))
+
+* ``zmtp interop``: the live check against libzmq (:mod:`zmtp.interop`).
+* ``zmtp keygen [--json] [--public-of SECRET|-]``: a new CURVE key pair as ``public: <z85>``
+  and ``secret: <z85>`` lines (libzmq's ``curve_keygen``), or the public key of a secret key.
 """
 
 from __future__ import annotations
@@ -43,12 +47,58 @@ def _interop(args: argparse.Namespace) -> int:
     return interop.command(args)
 
 
+def _keygen_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"public": ..., "secret": ...} instead of two lines',
+    )
+    parser.add_argument(
+        "--public-of",
+        metavar="SECRET",
+        help="print only the public key of this Z85 secret key; write --public-of=SECRET if it "
+        "starts with '-'; '-' reads it from stdin (keeps it out of the process list and shell "
+        "history)",
+    )
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    """``zmtp keygen``: a new CURVE key pair in Z85, like libzmq's ``curve_keygen``."""
+    from .crypto import curve_keypair, curve_public
+
+    keys: dict[str, str]
+    if args.public_of is None:
+        public, secret = curve_keypair()
+        keys = {"public": public, "secret": secret}
+    else:
+        text = sys.stdin.readline() if args.public_of == "-" else args.public_of
+        try:
+            keys = {"public": curve_public(text.strip())}
+        except (ValueError, TypeError) as exc:
+            print(f"zmtp keygen: not a CURVE secret key: {exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        import json
+
+        print(json.dumps(keys))
+    else:
+        for name, key in keys.items():
+            print(f"{name}: {key}")
+    return 0
+
+
 COMMANDS: list[Subcommand] = [
     Subcommand(
         "interop",
         "live interop check against libzmq (needs pyzmq: pip install 'zmtp[test]')",
         _interop_arguments,
         _interop,
+    ),
+    Subcommand(
+        "keygen",
+        "print a new CURVE key pair in Z85 (public, secret), like libzmq's curve_keygen",
+        _keygen_arguments,
+        _keygen,
     ),
 ]
 

@@ -2,21 +2,30 @@
 
 The check runs a matrix of *cases*. Each registered case function becomes one row per
 transport (tcp, ipc) x binder (zmtp binds / libzmq binds), and each row runs once per anyio
-backend (asyncio, trio). A row is PASS, FAIL (with a one-line reason) or SKIP (a socket type it
-needs is not implemented yet). Every row runs under a timeout, so a hang is a FAIL row, never a
-hung command; a process-level watchdog ends the run if a case cannot even be cancelled. The exit
-status is 1 if any row failed, 2 if the check could not run (pyzmq or trio missing).
+backend (asyncio, trio). The table is grouped by case name: every row of a case, asyncio then
+trio, before the next case. A row is PASS, FAIL (with a one-line reason) or SKIP (a socket type
+it needs is not implemented yet). Every row runs under a timeout, so a hang is a FAIL row,
+never a hung command; a process-level watchdog ends the run if a case cannot even be
+cancelled. The exit status is 1 if any row failed, 2 if the check could not run (pyzmq or trio
+missing).
 
 pyzmq is blocking, so every libzmq call runs in a worker thread and is bounded by a timeout; the
 event loop is never blocked. Waiting is always on a message or a monitor event, never a sleep.
 Bound libzmq sockets attach a new peer only when the application touches the socket, so the
-helpers keep polling the libzmq socket while they wait.
+helpers keep polling the libzmq socket while they wait, and touch it before every send.
+
+The built-in rows live in :mod:`zmtp.interop_rows`, one module per area (``sockets``:
+PUSH/PULL/PAIR and request-reply, every standard pairing; ``pubsub``: PUB/SUB/XPUB/XSUB, every
+standard pairing; ``security``: CURVE and PLAIN in both roles). They register into
+:data:`REGISTRY` when this module is imported.
 
 Adding rows
 -----------
-Write an ``async def`` that takes a :class:`CaseContext` and returns a short detail string for
-the table (raise :class:`CaseFailed`, or let any exception escape, to fail the row; its
-message becomes the reason), and register it with :func:`register`::
+In the module of its area, write an ``async def`` that takes a :class:`CaseContext` and
+returns a short detail string for the table (raise :class:`CaseFailed`, or let any exception
+escape, to fail the row; its message becomes the reason), and register it with
+:func:`register`. Name it after the pair, zmtp's type first, without spaces (``REQ->REP``; a
+variant in brackets: ``REQ->ROUTER[correlate]``)::
 
     @register("REQ->REP", flow="both", requires=("REQ",))
     async def req_to_libzmq_rep(c: CaseContext) -> str:
@@ -35,12 +44,18 @@ message becomes the reason), and register it with :func:`register`::
   ``requires=("REQ",)`` (zmtp socket types that must exist, else SKIP), ``timeout=`` (seconds).
 * Options: ``c.zmtp_socket(type, **zmtp_options)``; ``c.libzmq_socket(type, **sockopts)`` where
   each name is a ``zmq`` constant in lower case (``subscribe=b""``, ``curve_server=1``,
-  ``rcvhwm=10``...). A CURVE or PLAIN row passes its mechanism options to both.
+  ``rcvhwm=10``...; a list sets it once per item: ``subscribe=[b"a", b"b"]``). A CURVE or PLAIN
+  row passes its mechanism options to both. ``await theirs.set_option("unsubscribe", b"a")``
+  changes one later, from a worker thread.
 * Helpers: :func:`transfer` (send a list of messages one way and compare, order included),
   :func:`sample_messages` (single, multipart, empty, 1 MiB, then N numbered messages),
-  :func:`expect_peer` (our :class:`~zmtp.PeerInfo` of libzmq), :func:`expect_libzmq_saw` (the
-  properties libzmq read from our READY), :meth:`CaseContext.step` (names the current step: it
-  is printed with ``-v`` and quoted if the row times out).
+  :func:`expect_messages` (receive and compare a few), :func:`expect_peer` (our
+  :class:`~zmtp.PeerInfo` of libzmq), :func:`expect_libzmq_saw` (the properties libzmq read
+  from our READY), :meth:`CaseContext.step` (names the current step: it is printed with ``-v``
+  and quoted if the row times out).
+* Subscriptions: :func:`probe_until_received` (numbered probes until one gets through: the way
+  to wait for a subscription to reach a publisher), :func:`publish_until_cancelled` (the same
+  for an unsubscribe), ``skip=PROBE`` / :func:`recv_skipping` to read past late probes.
 
 The registry of the built-in rows is :data:`REGISTRY`; tests build their own :class:`Registry`
 (or :meth:`Registry.unregister` what they added) to inject cases.
@@ -81,6 +96,8 @@ DEFAULT_COUNT = 1000
 #: Extra time a timed-out row gets to unwind before the watchdog ends the process.
 WATCHDOG_GRACE = 15.0
 ONE_MIB = 1 << 20
+#: Topic of the numbered probes of :func:`probe_until_received`.
+PROBE = b"probe"
 _IPC_NAMES = itertools.count(1)
 
 Message = list[bytes]
@@ -155,13 +172,16 @@ class Libzmq:
         return f"libzmq {self.zmq.zmq_version()} (pyzmq {self.zmq.__version__})"
 
     def socket(self, socket_type: str | int, **options: Any) -> LibzmqSocket:
-        """A libzmq socket with linger 0. ``options`` are ``zmq`` constants in lower case."""
+        """A libzmq socket with linger 0. ``options`` are ``zmq`` constants in lower case; a
+        list or tuple value sets the option once per item, in order
+        (``subscribe=[b"a", b"b"]``)."""
         zmq = self.zmq
         kind = getattr(zmq, socket_type.upper()) if isinstance(socket_type, str) else socket_type
         raw = self.context.socket(kind)
         raw.setsockopt(zmq.LINGER, 0)
         for name, value in options.items():
-            raw.setsockopt(getattr(zmq, name.upper()), value)
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                raw.setsockopt(getattr(zmq, name.upper()), item)
         sock = LibzmqSocket(raw, zmq, self.timeout)
         self._sockets.append(sock)
         return sock
@@ -255,6 +275,17 @@ class LibzmqSocket(_ThreadDriven):
         """Let libzmq process pending commands (attach pipes of new peers). Thread-side only."""
         self.raw.getsockopt(self.zmq.EVENTS)
 
+    async def set_option(self, name: str, value: Any) -> None:
+        """``setsockopt`` in a worker thread (``set_option("subscribe", b"news")``), after
+        processing pending commands: a peer whose handshake is done is attached first, so a
+        subscription set now reaches it after the ones set before."""
+        option = getattr(self.zmq, name.upper())
+        await self._run(self._set_option, option, value)
+
+    def _set_option(self, option: int, value: Any) -> None:
+        self.touch()
+        self.raw.setsockopt(option, value)
+
     # messages
 
     async def send_many(self, messages: Sequence[Message], timeout: float | None = None) -> None:
@@ -283,6 +314,9 @@ class LibzmqSocket(_ThreadDriven):
         zmq = self.zmq
         raw = self.raw
         deadline = time.monotonic() + timeout
+        # libzmq's send processes pending commands only now and then (throttled): attach the
+        # pipes of peers whose handshake is done first, or a PUB/XSUB would send to nobody.
+        self.touch()
         for index, message in enumerate(messages):
             while True:
                 try:
@@ -444,6 +478,8 @@ class LibzmqMonitor(_ThreadDriven):
 class MessageEnd(Protocol):
     """Either side of a transfer: a :class:`LibzmqSocket` or :class:`ZmtpEnd`."""
 
+    timeout: float  #: default seconds for one ``send_many`` / ``recv_many``
+
     def __repr__(self) -> str: ...
 
     async def send_many(
@@ -559,6 +595,120 @@ async def transfer(
         raise _leaf(exc) from None
     compare_messages(messages, received)
     return len(messages)
+
+
+def _who(end: MessageEnd) -> str:
+    """Who an end is, for messages: "libzmq ROUTER", "zmtp ROUTER"."""
+    return f"libzmq {end.type_name}" if isinstance(end, LibzmqSocket) else repr(end)
+
+
+async def expect_messages(
+    receiver: MessageEnd,
+    expected: Sequence[Message],
+    *,
+    skip: bytes | None = None,
+    timeout: float | None = None,
+) -> None:
+    """Receive ``len(expected)`` messages and compare them, order included (CaseFailed naming
+    the receiver and the first difference). ``skip``: ignore messages whose first frame is
+    exactly that (late probes, see :func:`probe_until_received`)."""
+    if skip is None:
+        received = await receiver.recv_many(len(expected), timeout)
+    else:
+        received = await recv_skipping(receiver, len(expected), skip, timeout)
+    try:
+        compare_messages(expected, received)
+    except CaseFailed as exc:
+        raise CaseFailed(f"{_who(receiver)}: {exc}") from None
+
+
+async def recv_briefly(receiver: MessageEnd, seconds: float) -> Message | None:
+    """The next message if one arrives within ``seconds``, else None."""
+    try:
+        [message] = await receiver.recv_many(1, seconds)
+    except TimeoutError:
+        return None
+    return message
+
+
+async def recv_skipping(
+    receiver: MessageEnd, count: int, skip: bytes = PROBE, timeout: float | None = None
+) -> list[Message]:
+    """Receive ``count`` messages, ignoring those whose first frame is exactly ``skip``."""
+    received: list[Message] = []
+    while len(received) < count:
+        [message] = await receiver.recv_many(1, timeout)
+        if message[0] != skip:
+            received.append(message)
+    return received
+
+
+async def probe_until_received(
+    sender: MessageEnd,
+    receiver: MessageEnd,
+    topic: bytes = PROBE,
+    *,
+    wait: float = 0.02,
+    timeout: float | None = None,
+) -> int:
+    """Send numbered probes ``[topic, n]`` until ``receiver`` gets one; returns how many were
+    sent.
+
+    This is how a case waits for subscriptions to reach a publisher: on a message, never on a
+    delay (a libzmq publisher applies subscriptions only when its thread touches the socket,
+    which each probe does). Subscribe to ``topic`` *after* the topics the case checks, on the
+    same connection: a probe getting through then proves the earlier ones were applied. Probes
+    sent after the first one that arrived may still come: read past them with ``skip=topic``.
+    """
+    seconds = timeout or receiver.timeout
+    deadline = time.monotonic() + seconds
+    sent = 0
+    while True:
+        await sender.send_many([[topic, sent.to_bytes(4, "big")]])
+        sent += 1
+        message = await recv_briefly(receiver, wait)
+        if message is not None:
+            if message[0] != topic:
+                raise CaseFailed(
+                    f"{_who(receiver)} expected a probe, received {_describe_message(message)}"
+                )
+            return sent
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{_who(receiver)} received none of {sent} probes in {seconds:g}s")
+
+
+async def publish_until_cancelled(
+    sender: MessageEnd,
+    receiver: MessageEnd,
+    cancelled: bytes,
+    kept: bytes,
+    *,
+    skip: bytes = PROBE,
+    timeout: float | None = None,
+) -> int:
+    """After the receiver unsubscribed ``cancelled`` (which the publisher applies in its own
+    time), publish ``[cancelled, n]`` then ``[kept, n]`` until ``[kept, n]`` arrives without its
+    twin; returns the rounds. For an XSUB receiver, which does not filter, this shows that the
+    *publisher* honoured the cancel. Any other message fails the case."""
+    seconds = timeout or receiver.timeout
+    deadline = time.monotonic() + seconds
+    for n in itertools.count():
+        number = n.to_bytes(4, "big")
+        await sender.send_many([[cancelled, number], [kept, number]])
+        [first] = await recv_skipping(receiver, 1, skip, timeout)
+        if first == [kept, number]:
+            return n + 1
+        [second] = await recv_skipping(receiver, 1, skip, timeout)
+        if [first, second] != [[cancelled, number], [kept, number]]:
+            raise CaseFailed(
+                f"{_who(receiver)} received {_describe_message(first)} then "
+                f"{_describe_message(second)} in round {n} of the unsubscribe check"
+            )
+        if time.monotonic() >= deadline:
+            break
+    raise TimeoutError(
+        f"the publisher still sent {cancelled!r} after {n + 1} rounds in {seconds:g}s"
+    )
 
 
 def libzmq_zmtp_version(zmq: ModuleType | None = None) -> tuple[int, int]:
@@ -785,50 +935,6 @@ async def link(
     return event.peer
 
 
-# ---------------------------------------------------------------------- built-in rows
-
-
-async def _one_way(c: CaseContext, ours_type: str, theirs_type: str, outgoing: bool) -> str:
-    async with c.zmtp_socket(ours_type) as ours:
-        theirs = c.libzmq_socket(theirs_type)
-        peer = await c.link(ours, theirs)
-        expect_peer(peer, theirs_type)
-        messages = sample_messages(c.count)
-        if outgoing:
-            c.step(f"zmtp {ours_type} -> libzmq {theirs_type}: {len(messages)} messages")
-            n = await transfer(c.end(ours), theirs, messages)
-            expect_libzmq_saw(theirs, ours_type)
-            return f"{n} msgs incl. 1 MiB in order; libzmq saw Socket-Type {ours_type}"
-        c.step(f"libzmq {theirs_type} -> zmtp {ours_type}: {len(messages)} messages")
-        n = await transfer(theirs, c.end(ours), messages)
-        return f"{n} msgs incl. 1 MiB in order; libzmq accepted Socket-Type {ours_type}"
-
-
-@register("PUSH->PULL", flow="zmtp->libzmq")
-async def push_to_libzmq_pull(c: CaseContext) -> str:
-    return await _one_way(c, "PUSH", "PULL", outgoing=True)
-
-
-@register("PULL<-PUSH", flow="libzmq->zmtp")
-async def pull_from_libzmq_push(c: CaseContext) -> str:
-    return await _one_way(c, "PULL", "PUSH", outgoing=False)
-
-
-@register("PAIR<->PAIR", flow="both")
-async def pair_with_libzmq_pair(c: CaseContext) -> str:
-    async with c.zmtp_socket("PAIR") as ours:
-        theirs = c.libzmq_socket("PAIR")
-        peer = await c.link(ours, theirs)
-        expect_peer(peer, "PAIR")
-        messages = sample_messages(c.count)
-        c.step(f"zmtp -> libzmq: {len(messages)} messages")
-        n = await transfer(c.end(ours), theirs, messages)
-        expect_libzmq_saw(theirs, "PAIR")
-        c.step(f"libzmq -> zmtp: {len(messages)} messages")
-        await transfer(theirs, c.end(ours), messages)
-        return f"{n} msgs each way incl. 1 MiB in order; libzmq saw Socket-Type PAIR"
-
-
 # ---------------------------------------------------------------------- runner
 
 
@@ -993,11 +1099,16 @@ def run_check(
         )
         return 1 if failed else 0
 
+    # Grouped by case name: all the rows of one case, on each backend in turn, then the next
+    # case (one event loop per case and backend; starting one costs about a millisecond).
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.name, []).append(case)
     try:
-        for backend in backends:
+        for group, backend in itertools.product(groups.values(), backends):
 
-            async def run_backend(backend: str = backend) -> None:
-                for case in cases:
+            async def run_rows(backend: str = backend, group: list[Case] = group) -> None:
+                for case in group:
                     log = None
                     if verbose:
 
@@ -1025,7 +1136,7 @@ def run_check(
                     results.append(result)
                     table.row(result)
 
-            anyio.run(run_backend, backend=backend)
+            anyio.run(run_rows, backend=backend)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return summary()
@@ -1117,7 +1228,12 @@ def command(args: argparse.Namespace, registry: Registry = REGISTRY) -> int:
         return 2
 
 
+# The built-in rows register themselves into REGISTRY; imported last because they use this
+# module's helpers (see zmtp/interop_rows/__init__.py).
+from . import interop_rows  # noqa: E402, F401
+
 __all__ = [
+    "PROBE",
     "REGISTRY",
     "Case",
     "CaseContext",
@@ -1134,9 +1250,14 @@ __all__ = [
     "command",
     "compare_messages",
     "expect_libzmq_saw",
+    "expect_messages",
     "expect_peer",
     "libzmq_zmtp_version",
     "link",
+    "probe_until_received",
+    "publish_until_cancelled",
+    "recv_briefly",
+    "recv_skipping",
     "register",
     "run_case",
     "run_check",
