@@ -298,6 +298,48 @@ class WorkerGroup:
         self.workers.clear()
 
 
+# --------------------------------------------------------------------------- profiling
+
+
+def profiled_role(ctrl: Any, params: dict[str, Any]) -> None:
+    """Child entry that runs ``params["role"]``, under cProfile if ``params["profile_path"]``
+    is set (the stats are written there when the role returns)."""
+    role = params["role"]
+    path = params.get("profile_path")
+    if not path:
+        role(ctrl, params)
+        return
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        role(ctrl, params)
+    finally:
+        profiler.disable()
+        profiler.dump_stats(path)
+
+
+def print_profiles(paths: list[Path], profile_dir: Path, top: int) -> None:
+    """Print the top ``top`` functions by tottime of each profile written."""
+    import io
+    import pstats
+
+    for path in paths:
+        if not path.exists():
+            print(f"\n(no profile written for {path.name}: the child did not finish cleanly)")
+            continue
+        out = io.StringIO()
+        with contextlib.suppress(Exception):
+            stats = pstats.Stats(str(path), stream=out)
+            stats.sort_stats("tottime").print_stats(top)
+        print(f"\n===== cProfile {path.name} (top {top} by tottime) =====")
+        text = out.getvalue()
+        start = text.find("   ncalls")
+        print(text[start:] if start >= 0 else text)
+    print(f"(profiles kept in {profile_dir})")
+
+
 # --------------------------------------------------------------------------- CPU pinning
 
 PIN_CHOICES = ("none", "split", "same")

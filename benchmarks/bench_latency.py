@@ -5,13 +5,21 @@ Cases (``--case``, default all):
 * ``anyio-tcp-asyncio`` / ``anyio-tcp-trio``: a raw anyio TCP byte stream echo, the floor any
   anyio-based stack pays (two event-loop wake-ups and four syscalls per round trip);
 * ``zmtp-pair-asyncio`` / ``zmtp-pair-trio``: zmtp PAIR <-> PAIR;
-* ``pyzmq-pair-sync`` / ``pyzmq-pair-asyncio``: pyzmq PAIR <-> PAIR (blocking and zmq.asyncio).
+* ``pyzmq-pair-sync`` / ``pyzmq-pair-asyncio``: pyzmq PAIR <-> PAIR (blocking and zmq.asyncio);
+* ``zmtp-reqrep-asyncio`` / ``zmtp-reqrep-trio``: zmtp REQ (client) <-> REP (server), compared
+  with the raw anyio echo on the same event loop (target: p50 within 1.5x of it) and with
+* ``pyzmq-reqrep-sync`` / ``pyzmq-reqrep-asyncio``: pyzmq REQ <-> REP.
+
+Ratio columns: each case against pyzmq sync and pyzmq asyncio *of the same pattern* (PAIR or
+REQ/REP) and, for zmtp, against the raw anyio floor on the same backend.
 
 The server (echo side) binds and runs in one process, the client connects from another, sends
 one message, waits for the echo, and records the round-trip time with ``perf_counter_ns``. Each
 round warms up for ``--warmup`` seconds, then collects samples for ``--duration`` seconds (at
 most ``--max-samples``); p50/p99 of a round are nearest-rank percentiles. With ``--repeat`` > 1
 the table shows the median (or ``--stat best``: lowest) of the rounds' percentiles.
+``--cycles N`` runs the whole case list N times in turn and pools the rounds, so that a
+busy spell on a shared machine does not land on one case only.
 
 Adding a case (REQ/REP, PUB/SUB fan-out...): write a server role and a client role (child
 functions ``role(ctrl, params)``; the client helpers :func:`client_rounds_async` /
@@ -53,6 +61,8 @@ from _common import (
     parse_sizes,
     percentile,
     pin_cpu,
+    print_profiles,
+    profiled_role,
     render_table,
     require,
     size_label,
@@ -208,21 +218,28 @@ async def _raw_client(ctrl: Any, p: Params) -> None:
         await client_rounds_async(ctrl, roundtrip, control_recv_async)
 
 
-# =========================================================================== zmtp PAIR
+# =========================================================================== zmtp PAIR, REQ/REP
+# The echo roles take their socket types from ``params["types"]`` = (server, client):
+# ("PAIR", "PAIR") by default, ("REP", "REQ") for request-reply. The echo loop is the same
+# recv-then-send for both; REQ/REP add the envelope (an empty delimiter frame) and the
+# strict send/recv alternation checks on every call.
+
+_PAIR = ("PAIR", "PAIR")
 
 
-def zmtp_pair_server(ctrl: Any, p: Params) -> None:
+def zmtp_echo_server(ctrl: Any, p: Params) -> None:
     import anyio
 
-    anyio.run(_zmtp_pair_server, ctrl, p, backend=p["backend"])
+    anyio.run(_zmtp_echo_server, ctrl, p, backend=p["backend"])
 
 
-async def _zmtp_pair_server(ctrl: Any, p: Params) -> None:
+async def _zmtp_echo_server(ctrl: Any, p: Params) -> None:
     import anyio
 
     import zmtp
 
-    async with zmtp.Socket(zmtp.PAIR, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+    kind = p.get("types", _PAIR)[0]
+    async with zmtp.Socket(kind, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
         ctrl.send(("ready", await sock.bind(f"tcp://{LOCALHOST}:*")))
 
         async def echo() -> None:
@@ -235,20 +252,21 @@ async def _zmtp_pair_server(ctrl: Any, p: Params) -> None:
             await sock.close(linger=0)
 
 
-def zmtp_pair_client(ctrl: Any, p: Params) -> None:
+def zmtp_echo_client(ctrl: Any, p: Params) -> None:
     import anyio
 
-    anyio.run(_zmtp_pair_client, ctrl, p, backend=p["backend"])
+    anyio.run(_zmtp_echo_client, ctrl, p, backend=p["backend"])
 
 
-async def _zmtp_pair_client(ctrl: Any, p: Params) -> None:
+async def _zmtp_echo_client(ctrl: Any, p: Params) -> None:
     import anyio
 
     import zmtp
 
     size = p["size"]
     payload = os.urandom(size)
-    async with zmtp.Socket(zmtp.PAIR, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+    kind = p.get("types", _PAIR)[1]
+    async with zmtp.Socket(kind, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
         await sock.connect(p["endpoint"])
         recv, send = sock.recv, sock.send
 
@@ -263,14 +281,15 @@ async def _zmtp_pair_client(ctrl: Any, p: Params) -> None:
             await sock.close(linger=0)
 
 
-# =========================================================================== pyzmq PAIR
+# =========================================================================== pyzmq PAIR, REQ/REP
+# Same ``params["types"]`` convention as the zmtp roles (names of zmq socket-type constants).
 
 
-def pyzmq_pair_server(ctrl: Any, p: Params) -> None:
+def pyzmq_echo_server(ctrl: Any, p: Params) -> None:
     import zmq
 
     ctx = zmq.Context()
-    sock = ctx.socket(zmq.PAIR)
+    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[0]))
     sock.sndhwm = sock.rcvhwm = p["hwm"]
     sock.rcvtimeo = 200  # only to notice "quit"; costs nothing while messages flow
     try:
@@ -288,13 +307,13 @@ def pyzmq_pair_server(ctrl: Any, p: Params) -> None:
         ctx.term()
 
 
-def pyzmq_pair_client(ctrl: Any, p: Params) -> None:
+def pyzmq_echo_client(ctrl: Any, p: Params) -> None:
     import zmq
 
     size = p["size"]
     payload = os.urandom(size)
     ctx = zmq.Context()
-    sock = ctx.socket(zmq.PAIR)
+    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[1]))
     sock.sndhwm = sock.rcvhwm = p["hwm"]
     try:
         sock.connect(p["endpoint"])
@@ -312,20 +331,20 @@ def pyzmq_pair_client(ctrl: Any, p: Params) -> None:
         ctx.term()
 
 
-def pyzmq_asyncio_pair_server(ctrl: Any, p: Params) -> None:
+def pyzmq_asyncio_echo_server(ctrl: Any, p: Params) -> None:
     import asyncio
 
-    asyncio.run(_pyzmq_asyncio_pair_server(ctrl, p))
+    asyncio.run(_pyzmq_asyncio_echo_server(ctrl, p))
 
 
-async def _pyzmq_asyncio_pair_server(ctrl: Any, p: Params) -> None:
+async def _pyzmq_asyncio_echo_server(ctrl: Any, p: Params) -> None:
     import asyncio
 
     import zmq
     import zmq.asyncio
 
     ctx = zmq.asyncio.Context()
-    sock = ctx.socket(zmq.PAIR)
+    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[0]))
     sock.sndhwm = sock.rcvhwm = p["hwm"]
     try:
         sock.bind(f"tcp://{LOCALHOST}:*")
@@ -348,20 +367,20 @@ async def _pyzmq_asyncio_pair_server(ctrl: Any, p: Params) -> None:
         ctx.term()
 
 
-def pyzmq_asyncio_pair_client(ctrl: Any, p: Params) -> None:
+def pyzmq_asyncio_echo_client(ctrl: Any, p: Params) -> None:
     import asyncio
 
-    asyncio.run(_pyzmq_asyncio_pair_client(ctrl, p))
+    asyncio.run(_pyzmq_asyncio_echo_client(ctrl, p))
 
 
-async def _pyzmq_asyncio_pair_client(ctrl: Any, p: Params) -> None:
+async def _pyzmq_asyncio_echo_client(ctrl: Any, p: Params) -> None:
     import zmq
     import zmq.asyncio
 
     size = p["size"]
     payload = os.urandom(size)
     ctx = zmq.asyncio.Context()
-    sock = ctx.socket(zmq.PAIR)
+    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[1]))
     sock.sndhwm = sock.rcvhwm = p["hwm"]
     try:
         sock.connect(p["endpoint"])
@@ -394,11 +413,22 @@ class Case:
     params: dict[str, Any] = field(default_factory=dict)
     #: Reference for the "vs floor" column (a raw-stream case on the same event loop).
     floor: str | None = None
+    #: Target for p50 / floor p50 (shown as "met"/"ABOVE" in the floor column).
+    floor_target: float | None = None
+    #: References for the "vs pyzmq sync" / "vs pyzmq asyncio" columns: the same pattern
+    #: through libzmq, measured in the same run.
+    ref_sync: str | None = "pyzmq-pair-sync"
+    ref_asyncio: str | None = "pyzmq-pair-asyncio"
     clients: int = 1
     #: The server also gets ("run", r) each round and answers ("result", {...}).
     server_in_rounds: bool = False
     note: str = ""
 
+
+_REQREP = {"types": ("REP", "REQ")}
+_REQREP_REFS = {"ref_sync": "pyzmq-reqrep-sync", "ref_asyncio": "pyzmq-reqrep-asyncio"}
+#: Issue requirement: zmtp REQ/REP p50 within 1.5x of raw anyio ping-pong on the same loop.
+REQREP_FLOOR_TARGET = 1.5
 
 CASES: list[Case] = [
     Case(
@@ -419,24 +449,60 @@ CASES: list[Case] = [
     ),
     Case(
         "zmtp-pair-asyncio",
-        zmtp_pair_server,
-        zmtp_pair_client,
+        zmtp_echo_server,
+        zmtp_echo_client,
         ("anyio",),
         {"backend": "asyncio"},
         floor="anyio-tcp-asyncio",
     ),
     Case(
         "zmtp-pair-trio",
-        zmtp_pair_server,
-        zmtp_pair_client,
+        zmtp_echo_server,
+        zmtp_echo_client,
         ("anyio", "trio"),
         {"backend": "trio"},
         floor="anyio-tcp-trio",
     ),
-    Case("pyzmq-pair-sync", pyzmq_pair_server, pyzmq_pair_client, ("zmq",)),
-    Case("pyzmq-pair-asyncio", pyzmq_asyncio_pair_server, pyzmq_asyncio_pair_client, ("zmq",)),
+    Case("pyzmq-pair-sync", pyzmq_echo_server, pyzmq_echo_client, ("zmq",)),
+    Case("pyzmq-pair-asyncio", pyzmq_asyncio_echo_server, pyzmq_asyncio_echo_client, ("zmq",)),
+    Case(
+        "zmtp-reqrep-asyncio",
+        zmtp_echo_server,
+        zmtp_echo_client,
+        ("anyio",),
+        {"backend": "asyncio", **_REQREP},
+        floor="anyio-tcp-asyncio",
+        floor_target=REQREP_FLOOR_TARGET,
+        **_REQREP_REFS,
+    ),
+    Case(
+        "zmtp-reqrep-trio",
+        zmtp_echo_server,
+        zmtp_echo_client,
+        ("anyio", "trio"),
+        {"backend": "trio", **_REQREP},
+        floor="anyio-tcp-trio",
+        floor_target=REQREP_FLOOR_TARGET,
+        **_REQREP_REFS,
+    ),
+    Case(
+        "pyzmq-reqrep-sync",
+        pyzmq_echo_server,
+        pyzmq_echo_client,
+        ("zmq",),
+        _REQREP,
+        **_REQREP_REFS,
+    ),
+    Case(
+        "pyzmq-reqrep-asyncio",
+        pyzmq_asyncio_echo_server,
+        pyzmq_asyncio_echo_client,
+        ("zmq",),
+        _REQREP,
+        **_REQREP_REFS,
+    ),
 ]
-REFERENCE = "pyzmq-pair-sync"
+CASE_BY_NAME = {c.name: c for c in CASES}
 
 # =========================================================================== harness
 
@@ -484,18 +550,44 @@ def _round_stats(samples: list[int]) -> dict[str, Any]:
     }
 
 
-def run_case(case: Case, size: int, args: argparse.Namespace) -> CaseResult:
-    res = CaseResult(case.name, size)
+def run_case(
+    case: Case, size: int, args: argparse.Namespace, res: CaseResult | None = None
+) -> CaseResult:
+    """Run ``args.repeat`` rounds of ``case`` in fresh processes; append them to ``res``
+    (a new result by default; ``--cycles`` passes the one of the earlier cycles)."""
+    if res is None:
+        res = CaseResult(case.name, size)
     params = {"size": size, "hwm": args.hwm, **case.params}
     round_timeout = args.timeout + args.warmup + args.duration
+
+    def role(name: str, func: Callable[[Any, Params], None], p: Params) -> Params:
+        """Params that make ``profiled_role`` run ``func``, under cProfile if asked."""
+        p = {**p, "role": func}
+        if args.profile_dir is not None and name.rstrip("0123456789") in args.profile_roles:
+            cycle = getattr(args, "cycle", 1)
+            path = Path(args.profile_dir) / f"{case.name}-{size}-{name}-c{cycle}.prof"
+            path.unlink(missing_ok=True)  # never report a stale profile from an earlier run
+            args.profile_files.append(path)
+            p["profile_path"] = str(path)
+        return p
+
     with WorkerGroup(timeout=args.timeout) as group:
-        server = group.start(f"{case.name}/server", case.server, params, cpu=pin_cpu(args.pin, 0))
+        server = group.start(
+            f"{case.name}/server",
+            profiled_role,
+            role("server", case.server, params),
+            cpu=pin_cpu(args.pin, 0),
+        )
         _, endpoint = group.expect(server, "ready")
         clients = [
             group.start(
                 f"{case.name}/client{i}",
-                case.client,
-                {**params, "endpoint": endpoint, "client_index": i},
+                profiled_role,
+                role(
+                    f"client{i}",
+                    case.client,
+                    {**params, "endpoint": endpoint, "client_index": i},
+                ),
                 cpu=pin_cpu(args.pin, 1 + i),
             )
             for i in range(case.clients)
@@ -516,6 +608,7 @@ def run_case(case: Case, size: int, args: argparse.Namespace) -> CaseResult:
             if not pooled:
                 raise BenchError(f"{case.name}: no samples in round {i + 1}")
             stats = _round_stats(pooled.tolist())
+            stats["cycle"] = getattr(args, "cycle", 1)
             res.rounds.append(stats)
             log(
                 f"    round {i + 1}/{args.repeat}: p50 {fmt_us(stats['p50'])} us, "
@@ -530,20 +623,32 @@ def run_case(case: Case, size: int, args: argparse.Namespace) -> CaseResult:
     return res
 
 
+def _ratio_cell(value: float | None, target: float | None = None) -> str:
+    if value is None:
+        return "-"
+    if target is None:
+        return fmt_ratio(value)
+    verdict = "met" if value <= target else "ABOVE"
+    return f"{fmt_ratio(value)} ({verdict} {target:g}x)"
+
+
 def latency_table(results: list[CaseResult], stat: str) -> str:
     by_key = {(r.case, r.size): r for r in results}
-    floors = {c.name: c.floor for c in CASES}
+
+    def p50_of(name: str | None, size: int) -> float | None:
+        other = by_key.get((name, size)) if name else None
+        return other.stat("p50", stat) if other is not None else None
+
     rows = []
     for r in results:
         p50 = r.stat("p50", stat)
         if p50 is None:
-            rows.append([r.case, size_label(r.size), "FAILED", "-", "-", "-", "-", "-"])
+            rows.append([r.case, size_label(r.size), "FAILED", *["-"] * 7])
             continue
-        ref = by_key.get((REFERENCE, r.size))
-        ref_p50 = ref.stat("p50", stat) if ref is not None else None
-        floor_name = floors.get(r.case)
-        floor = by_key.get((floor_name, r.size)) if floor_name else None
-        floor_p50 = floor.stat("p50", stat) if floor is not None else None
+        case = CASE_BY_NAME.get(r.case)
+        ref_sync = p50_of(case.ref_sync if case else None, r.size)
+        ref_asyncio = p50_of(case.ref_asyncio if case else None, r.size)
+        floor_p50 = p50_of(case.floor if case else None, r.size)
         rows.append(
             [
                 r.case,
@@ -551,9 +656,13 @@ def latency_table(results: list[CaseResult], stat: str) -> str:
                 fmt_us(p50),
                 fmt_us(r.stat("p99", stat)),
                 fmt_us(r.stat("min", stat)),
+                f"{len(r.rounds)}",
                 f"{sum(x['n'] for x in r.rounds):,}",
-                fmt_ratio(p50 / ref_p50) if ref_p50 else "-",
-                fmt_ratio(p50 / floor_p50) if floor_p50 else "-",
+                _ratio_cell(p50 / ref_sync if ref_sync else None),
+                _ratio_cell(p50 / ref_asyncio if ref_asyncio else None),
+                _ratio_cell(
+                    p50 / floor_p50 if floor_p50 else None, case.floor_target if case else None
+                ),
             ]
         )
     return render_table(
@@ -563,12 +672,18 @@ def latency_table(results: list[CaseResult], stat: str) -> str:
             "p50 us",
             "p99 us",
             "min us",
+            "rounds",
             "samples",
             "p50 vs pyzmq sync",
+            "p50 vs pyzmq asyncio",
             "p50 vs anyio floor",
         ],
         rows,
     )
+
+
+class _Stop(Exception):
+    """--fail-fast: leave every cycle."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -583,6 +698,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=2.0, help="seconds of samples per round")
     ap.add_argument("--warmup", type=float, default=0.3, help="warm-up seconds per round")
     ap.add_argument("--repeat", type=int, default=3, help="rounds per case")
+    ap.add_argument(
+        "--cycles",
+        type=int,
+        default=1,
+        help="run the whole case list this many times, interleaved (fresh processes each "
+        "time); the table pools every cycle's rounds, so slow drift in the machine's load "
+        "hits every case alike (default 1)",
+    )
     ap.add_argument(
         "--stat",
         choices=("median", "best"),
@@ -600,13 +723,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smoke test: 0.3 s rounds, 1 repeat")
     ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
     ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
+    ap.add_argument(
+        "--profile",
+        choices=("server", "client", "both"),
+        help="run that role under cProfile (inflates the latencies!) and print hot spots",
+    )
+    ap.add_argument(
+        "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
+    )
+    ap.add_argument("--profile-top", type=int, default=15, help="rows per profile (by tottime)")
     ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed case")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
+    args.profile_roles = (
+        ()
+        if args.profile is None
+        else ("server", "client")
+        if args.profile == "both"
+        else (args.profile,)
+    )
+    args.profile_files = []
+    if args.profile:
+        import tempfile
+
+        args.profile_dir = args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-")
+        if Path(args.profile_dir).exists() and not Path(args.profile_dir).is_dir():
+            ap.error(f"--profile-dir {args.profile_dir} exists and is not a directory")
+        Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
+    else:
+        args.profile_dir = None
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.3, 0.1, 1
-    if args.repeat < 1 or args.duration <= 0:
-        ap.error("--repeat must be >= 1 and --duration > 0")
+    if args.repeat < 1 or args.duration <= 0 or args.cycles < 1:
+        ap.error("--repeat and --cycles must be >= 1 and --duration > 0")
     pin_error = check_pin(args.pin)
     if pin_error:
         ap.error(pin_error)
@@ -628,26 +777,38 @@ def main(argv: list[str] | None = None) -> int:
         args.quiet,
     )
     plan = [(c, s) for s in sizes for c in cases]
-    results: list[CaseResult] = []
+    results = [CaseResult(c.name, s) for c, s in plan]
     started = time.monotonic()
     interrupted = False
+    steps = len(plan) * args.cycles
     try:
-        for i, (case, size) in enumerate(plan, 1):
-            log(f"[{i}/{len(plan)}] {case.name} {size_label(size)}", args.quiet)
-            try:
-                results.append(run_case(case, size, args))
-            except BenchError as exc:
-                results.append(CaseResult(case.name, size, error=str(exc)))
-                log(f"    FAILED: {exc}", False)
-                if args.fail_fast:
-                    break
+        step = 0
+        for cycle in range(1, args.cycles + 1):
+            args.cycle = cycle
+            for (case, size), res in zip(plan, results, strict=True):
+                step += 1
+                cyc = f" (cycle {cycle}/{args.cycles})" if args.cycles > 1 else ""
+                log(f"[{step}/{steps}] {case.name} {size_label(size)}{cyc}", args.quiet)
+                try:
+                    run_case(case, size, args, res)
+                except BenchError as exc:
+                    res.error = res.error or str(exc)
+                    log(f"    FAILED: {exc}", False)
+                    if args.fail_fast:
+                        raise _Stop from None
+    except _Stop:
+        pass
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: printing what was measured", False)
 
+    results = [r for r in results if r.rounds or r.error]
+    rounds = f"{args.repeat} round(s)" + (
+        f" x {args.cycles} interleaved cycles" if args.cycles > 1 else ""
+    )
     print(
         f"\nzmtp round-trip latency (ping-pong, separate processes, tcp://{LOCALHOST}): "
-        f"{args.stat} over {args.repeat} round(s) of {args.duration:g} s after "
+        f"{args.stat} over {rounds} of {args.duration:g} s after "
         f"{args.warmup:g} s warm-up; microseconds; lower is better. Ratios are p50 / "
         f"reference p50 (>1 = slower).\n"
     )
@@ -657,6 +818,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in failed:
         print(f"\nFAILED {r.case} {size_label(r.size)}:\n{r.error}")
     print(f"\n(total {time.monotonic() - started:.0f} s)")
+    if args.profile_dir is not None:
+        print_profiles(args.profile_files, Path(args.profile_dir), args.profile_top)
     if args.json:
         write_json(
             args.json,
@@ -668,13 +831,24 @@ def main(argv: list[str] | None = None) -> int:
                     "duration": args.duration,
                     "warmup": args.warmup,
                     "repeat": args.repeat,
+                    "cycles": args.cycles,
                     "hwm": args.hwm,
+                    "pin": args.pin,
+                    "profiled": args.profile,
                     "cases": chosen,
                     "quick": args.quick,
                     "max_samples": args.max_samples,
                 },
                 "environment": env,
-                "reference": REFERENCE,
+                "references": {
+                    c.name: {
+                        "pyzmq_sync": c.ref_sync,
+                        "pyzmq_asyncio": c.ref_asyncio,
+                        "floor": c.floor,
+                        "floor_target": c.floor_target,
+                    }
+                    for c in cases
+                },
                 "results": [r.to_json(args.stat) for r in results],
                 "tables": {"latency": table},
                 "interrupted": interrupted,

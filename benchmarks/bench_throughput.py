@@ -63,6 +63,8 @@ from _common import (
     log,
     parse_sizes,
     pin_cpu,
+    print_profiles,
+    profiled_role,
     render_table,
     require,
     size_label,
@@ -507,7 +509,7 @@ def measure(
         if impl.single is not None:
             timer = group.start(
                 f"{impl.name}",
-                _role,
+                profiled_role,
                 {**profiled("receiver", base), "role": impl.single},
                 cpu=pin_cpu(args.pin, 0),
             )
@@ -517,14 +519,14 @@ def measure(
             assert impl.receiver is not None and impl.sender is not None
             timer = group.start(
                 f"{impl.name}/receiver",
-                _role,
+                profiled_role,
                 {**profiled("receiver", base), "role": impl.receiver},
                 cpu=pin_cpu(args.pin, 0),
             )
             _, endpoint = group.expect(timer, "ready")
             sender = group.start(
                 f"{impl.name}/sender",
-                _role,
+                profiled_role,
                 {**profiled("sender", base), "role": impl.sender, "endpoint": endpoint},
                 cpu=pin_cpu(args.pin, 1),
             )
@@ -552,24 +554,6 @@ def measure(
                 args.quiet,
             )
     return res
-
-
-def _role(ctrl: Any, params: dict[str, Any]) -> None:
-    """Child entry for every role: optionally under cProfile."""
-    role = params["role"]
-    path = params.get("profile_path")
-    if not path:
-        role(ctrl, params)
-        return
-    import cProfile
-
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        role(ctrl, params)
-    finally:
-        profiler.disable()
-        profiler.dump_stats(path)
 
 
 # =========================================================================== output
@@ -861,25 +845,6 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, payload)
         log(f"wrote {args.json}", args.quiet)
     return 130 if interrupted else 1 if failed else 0
-
-
-def print_profiles(paths: list[Path], profile_dir: Path, top: int) -> None:
-    import io
-    import pstats
-
-    for path in paths:
-        if not path.exists():
-            print(f"\n(no profile written for {path.name}: the child did not finish cleanly)")
-            continue
-        out = io.StringIO()
-        with contextlib.suppress(Exception):
-            stats = pstats.Stats(str(path), stream=out)
-            stats.sort_stats("tottime").print_stats(top)
-        print(f"\n===== cProfile {path.name} (top {top} by tottime) =====")
-        text = out.getvalue()
-        start = text.find("   ncalls")
-        print(text[start:] if start >= 0 else text)
-    print(f"(profiles kept in {profile_dir})")
 
 
 if __name__ == "__main__":
