@@ -68,6 +68,8 @@ from _common import (
     log,
     parse_sizes,
     pin_cpu,
+    print_profiles,
+    profiled_role,
     render_table,
     require,
     size_label,
@@ -528,14 +530,37 @@ def run_config(
     ``args.repeat`` rounds and append them to ``res``."""
     params = {"size": size, "hwm": args.hwm, "nodrop": args.mode == "nodrop", **impl.params}
     round_timeout = args.timeout + args.warmup + args.duration
+
+    def role(name: str, func: Callable[[Any, Params], None], p: Params) -> Params:
+        """Params that make ``profiled_role`` run ``func``, under cProfile if asked (the
+        first subscriber only: they all do the same)."""
+        p = {**p, "role": func}
+        if args.profile_dir is not None and name in args.profile_roles:
+            path = Path(args.profile_dir) / (
+                f"{impl.name}-{n_subs}subs-{size}-{name}-c{args.cycle}.prof"
+            )
+            path.unlink(missing_ok=True)  # never report a stale profile from an earlier run
+            args.profile_files.append(path)
+            p["profile_path"] = str(path)
+        return p
+
     with WorkerGroup(timeout=args.timeout) as group:
-        pub = group.start(f"{impl.name}/pub", impl.publisher, params, cpu=pin_cpu(args.pin, 0))
+        pub = group.start(
+            f"{impl.name}/pub",
+            profiled_role,
+            role("publisher", impl.publisher, params),
+            cpu=pin_cpu(args.pin, 0),
+        )
         _, endpoint = group.expect(pub, "ready")
         subs = [
             group.start(
                 f"{impl.name}/sub{i}",
-                impl.subscriber,
-                {**params, "endpoint": endpoint, "client_index": i},
+                profiled_role,
+                role(
+                    "subscriber" if i == 0 else f"subscriber{i}",
+                    impl.subscriber,
+                    {**params, "endpoint": endpoint, "client_index": i},
+                ),
                 cpu=pin_cpu(args.pin, 1 + i),
             )
             for i in range(n_subs)
@@ -672,9 +697,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smoke test: 0.3 s rounds, 1 repeat")
     ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
     ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
+    ap.add_argument(
+        "--profile",
+        choices=("publisher", "subscriber", "both"),
+        help="run the publisher and/or the first subscriber under cProfile (distorts rates!) "
+        "and print hot spots",
+    )
+    ap.add_argument(
+        "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
+    )
+    ap.add_argument("--profile-top", type=int, default=15, help="rows per profile (by tottime)")
     ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed config")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
+    args.profile_roles = (
+        ()
+        if args.profile is None
+        else ("publisher", "subscriber")
+        if args.profile == "both"
+        else (args.profile,)
+    )
+    args.profile_files = []
+    if args.profile:
+        import tempfile
+
+        args.profile_dir = args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-")
+        if Path(args.profile_dir).exists() and not Path(args.profile_dir).is_dir():
+            ap.error(f"--profile-dir {args.profile_dir} exists and is not a directory")
+        Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
+    else:
+        args.profile_dir = None
 
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.3, 0.1, 1
@@ -748,6 +800,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in failed:
         print(f"\nFAILED {r.impl} {r.subscribers} subscriber(s) {size_label(r.size)}:\n{r.error}")
     print(f"\n(total {time.monotonic() - started:.0f} s)")
+    if args.profile_dir is not None:
+        print_profiles(args.profile_files, Path(args.profile_dir), args.profile_top)
     if args.json:
         write_json(
             args.json,
@@ -766,6 +820,7 @@ def main(argv: list[str] | None = None) -> int:
                     "impls": names,
                     "quick": args.quick,
                     "pin": args.pin,
+                    "profiled": args.profile,
                     "probe_interval": PROBE_INTERVAL,
                     "end_interval": END_INTERVAL,
                 },

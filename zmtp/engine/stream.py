@@ -188,7 +188,8 @@ class StreamConnection:
         receive = self.stream.receive
         read_size = self.socket.options.read_size
         current_time = anyio.current_time
-        answer_first = _fifo_scheduler()
+        # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yield.
+        answer_first = _fifo_scheduler() and self.socket._strategy.can_send
         while True:
             try:
                 data = await receive(read_size)
@@ -297,7 +298,8 @@ class StreamConnection:
         self.handshaken = True
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
-        if socket.extension is None:  # an extension's hooks run in the writer
+        if socket.extension is None and socket._strategy.can_send:
+            # (an extension's hooks run in the writer; a receive-only socket never answers)
             self._raw, self._raw_send = _raw_socket(self.stream)
         socket._emit(HandshakeSucceeded(self.endpoint, peer))
         if pipe.outbox.items:
