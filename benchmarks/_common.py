@@ -8,6 +8,15 @@
   ``max_lifetime``.
 * :func:`control_recv_async` reads the control pipe from async code without blocking the event
   loop (a worker thread), so a socket's background tasks keep running between rounds.
+* Writing a child role: :func:`anyio_role` / :func:`asyncio_role` turn an async function into a
+  role, :func:`serve_rounds_async` / :func:`serve_rounds_sync` answer the harness's rounds, and
+  :func:`zmtp_socket`, :func:`pyzmq_socket` (+ :func:`pyzmq_bind`), :func:`raw_accept` and
+  :func:`raw_connect` set up (and tear down) the sockets every benchmark uses the same way.
+* Running a benchmark: :class:`BenchParser` adds and checks the options every script shares
+  (``--json``, ``--pin``, ``--profile*``, ``--fail-fast``, ``--quiet``); :func:`start_peers`
+  starts a configuration's binding side and its connecting side(s), under cProfile if asked;
+  :class:`Session` runs the plan (cycles, ``--fail-fast``, Ctrl-C) and ends it (failures,
+  total time, profiles, JSON, exit status).
 * Size parsing, statistics, table formatting, JSON metadata and dependency checks.
 
 Control protocol (what every child role does): after setting up it sends ``("ready", info)``;
@@ -17,8 +26,10 @@ then it loops on commands from the parent (``("run", params)`` answered with
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as _dt
+import functools
 import importlib.util
 import json
 import math
@@ -33,9 +44,18 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +68,14 @@ except ImportError:  # pragma: no cover
 DEFAULT_MAX_LIFETIME = 900.0
 
 Message = tuple[Any, ...]
+Params = dict[str, Any]
+#: A child role: ``func(ctrl, params)``, run in a spawned child (module level: spawn pickles it
+#: by name).
+RoleFunc = Callable[[Any, Params], None]
+
+#: Every benchmark talks over tcp on the loopback; binding sides pick a free port.
+LOCALHOST = "127.0.0.1"
+TCP_ANY = f"tcp://{LOCALHOST}:*"
 
 
 class BenchError(RuntimeError):
@@ -168,6 +196,126 @@ async def control_recv_asyncio(conn: multiprocessing.connection.Connection) -> M
             loop.remove_reader(fd)
     received: Message = conn.recv()
     return received
+
+
+# --------------------------------------------------------------------------- writing roles
+
+
+def anyio_role(main: Callable[[Any, Params], Awaitable[None]]) -> RoleFunc:
+    """Decorator: the role runs ``await main(ctrl, params)`` with ``anyio.run`` on the backend
+    ``params["backend"]`` names. The role keeps ``main``'s name, so spawn can pickle it."""
+
+    @functools.wraps(main)
+    def role(ctrl: Any, params: Params) -> None:
+        import anyio
+
+        anyio.run(main, ctrl, params, backend=params["backend"])
+
+    return role
+
+
+def asyncio_role(main: Callable[[Any, Params], Coroutine[Any, Any, None]]) -> RoleFunc:
+    """Decorator: the role runs ``await main(ctrl, params)`` with ``asyncio.run`` (zmq.asyncio)."""
+
+    @functools.wraps(main)
+    def role(ctrl: Any, params: Params) -> None:
+        import asyncio
+
+        asyncio.run(main(ctrl, params))
+
+    return role
+
+
+async def serve_rounds_async(
+    ctrl: Any,
+    run: Callable[[Params], Awaitable[Params]],
+    recv_control: Callable[[Any], Awaitable[Message]] = control_recv_async,
+) -> None:
+    """Answer every ``("run", r)`` with ``("result", await run(r))``; return on any other
+    command (``("quit",)``). ``recv_control`` is :func:`control_recv_asyncio` in plain asyncio."""
+    while True:
+        cmd = await recv_control(ctrl)
+        if cmd[0] != "run":
+            return
+        ctrl.send(("result", await run(cmd[1])))
+
+
+def serve_rounds_sync(ctrl: Any, run: Callable[[Params], Params]) -> None:
+    """Blocking twin of :func:`serve_rounds_async`."""
+    while True:
+        cmd = ctrl.recv()
+        if cmd[0] != "run":
+            return
+        ctrl.send(("result", run(cmd[1])))
+
+
+@contextlib.asynccontextmanager
+async def zmtp_socket(
+    kind: str, hwm: int, linger: float = 0.0, **options: Any
+) -> AsyncIterator[Any]:
+    """A zmtp socket of type ``kind`` ("PULL"...) with both HWMs at ``hwm``; when the block ends
+    normally it is closed with ``linger`` seconds (the close itself bounded at 5 s)."""
+    import anyio
+
+    import zmtp
+
+    async with zmtp.Socket(kind, send_hwm=hwm, recv_hwm=hwm, **options) as sock:
+        yield sock
+        with anyio.move_on_after(5):
+            await sock.close(linger=linger)
+
+
+@contextlib.contextmanager
+def pyzmq_socket(kind: str, hwm: int, *, asyncio: bool = False, linger: int = 0) -> Iterator[Any]:
+    """A pyzmq socket of type ``kind`` ("PULL"...; zmq.asyncio if ``asyncio``) in a context of its
+    own, both HWMs at ``hwm``; closed with ``linger`` ms, and the context terminated, however the
+    block ends."""
+    import zmq
+
+    if asyncio:
+        import zmq.asyncio
+
+        ctx: Any = zmq.asyncio.Context()
+    else:
+        ctx = zmq.Context()
+    sock = ctx.socket(getattr(zmq, kind))
+    sock.sndhwm = sock.rcvhwm = hwm
+    try:
+        yield sock
+    finally:
+        sock.close(linger=linger)
+        ctx.term()
+
+
+def pyzmq_bind(sock: Any) -> str:
+    """Bind a pyzmq socket to a free port on the loopback; the endpoint it got."""
+    import zmq
+
+    sock.bind(TCP_ANY)
+    return str(sock.getsockopt_string(zmq.LAST_ENDPOINT))
+
+
+@contextlib.asynccontextmanager
+async def raw_accept(ctrl: Any) -> AsyncIterator[Any]:
+    """A raw anyio TCP listener on a free loopback port: report ``("ready", endpoint)``, then
+    yield the one connection accepted (closed, with the listener, when the block ends)."""
+    import anyio
+    from anyio.abc import SocketAttribute, SocketListener
+
+    multi = await anyio.create_tcp_listener(local_host=LOCALHOST)
+    listener = multi.listeners[0]
+    assert isinstance(listener, SocketListener)
+    ctrl.send(("ready", f"tcp://{LOCALHOST}:{listener.extra(SocketAttribute.local_port)}"))
+    async with multi, await listener.accept() as stream:
+        yield stream
+
+
+async def raw_connect(endpoint: str) -> Any:
+    """A raw anyio TCP stream to ``tcp://host:port`` (use it with ``async with``)."""
+    import anyio
+
+    host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+    return await anyio.connect_tcp(host, int(port))
 
 
 # --------------------------------------------------------------------------- parent side
@@ -372,6 +520,218 @@ def check_pin(mode: str) -> str | None:
     if mode == "split" and len(os.sched_getaffinity(0)) < 2:
         return "--pin split needs at least 2 CPUs"
     return None
+
+
+# --------------------------------------------------------------------------- running a benchmark
+
+
+class BenchParser(argparse.ArgumentParser):
+    """A benchmark's command line: the script adds its own options, then
+    :meth:`add_harness_options`; :meth:`parse_bench_args` parses and sets up what those
+    shared options need."""
+
+    def __init__(self, doc: str, epilog: str) -> None:
+        super().__init__(
+            description=doc.split("\n\n")[0],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog=epilog,
+        )
+        self._profile_roles: tuple[str, ...] = ()
+
+    def add_harness_options(
+        self, profile_roles: tuple[str, str], profile_help: str, unit: str = "config"
+    ) -> None:
+        """``--json``, ``--pin``, ``--profile {role,role,both}``, ``--profile-dir``,
+        ``--profile-top``, ``--fail-fast`` (at the first failed ``unit``) and ``--quiet``."""
+        self._profile_roles = profile_roles
+        self.add_argument("--json", metavar="PATH", help="also write results as JSON")
+        self.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
+        self.add_argument("--profile", choices=(*profile_roles, "both"), help=profile_help)
+        self.add_argument(
+            "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
+        )
+        self.add_argument(
+            "--profile-top", type=int, default=15, help="rows per profile (by tottime)"
+        )
+        self.add_argument(
+            "--fail-fast", action="store_true", help=f"stop at the first failed {unit}"
+        )
+        self.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    def parse_bench_args(self, argv: list[str] | None) -> argparse.Namespace:
+        """Parse; check ``--pin``; with ``--profile`` make the profile directory. Adds
+        ``profile_roles`` (the roles to profile), ``profile_files`` (filled by
+        :func:`start_peers`) and ``cycle`` (set by :meth:`Session.run`)."""
+        args = self.parse_args(argv)
+        pin_error = check_pin(args.pin)
+        if pin_error:
+            self.error(pin_error)
+        if args.profile is None:
+            args.profile_roles = ()
+        elif args.profile == "both":
+            args.profile_roles = self._profile_roles
+        else:
+            args.profile_roles = (args.profile,)
+        args.profile_files = []
+        args.cycle = 1
+        if args.profile:
+            import tempfile
+
+            args.profile_dir = args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-")
+            if Path(args.profile_dir).exists() and not Path(args.profile_dir).is_dir():
+                self.error(f"--profile-dir {args.profile_dir} exists and is not a directory")
+            Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
+        else:
+            args.profile_dir = None
+        return args
+
+    def sizes(self, text: str) -> list[int]:
+        """:func:`parse_sizes`, or exit with a usage error."""
+        try:
+            return parse_sizes(text)
+        except ValueError as exc:
+            self.error(str(exc))
+
+    def names(self, text: str, known: Iterable[str], what: str) -> list[str]:
+        """The comma-separated names in ``text``, or exit if one is not in ``known``."""
+        choices = list(known)
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in choices]
+        if unknown:
+            self.error(f"unknown {what}(s) {unknown}; choose from {choices}")
+        return names
+
+
+@dataclass(frozen=True)
+class Role:
+    """A child process of a configuration: ``func(ctrl, params)``, called ``label`` in errors.
+    It runs under cProfile, into ``profile_file`` in ``--profile-dir``, when ``profile_as`` is
+    one of the roles ``--profile`` asked for."""
+
+    label: str
+    func: RoleFunc
+    params: Params
+    profile_as: str = ""
+    profile_file: str = ""
+
+
+def _role_params(args: argparse.Namespace, role: Role) -> Params:
+    params = {**role.params, "role": role.func}
+    if args.profile_dir is not None and role.profile_as in args.profile_roles:
+        path = Path(args.profile_dir) / role.profile_file
+        path.unlink(missing_ok=True)  # never report a stale profile from an earlier run
+        args.profile_files.append(path)
+        params["profile_path"] = str(path)
+    return params
+
+
+def start_peers(
+    group: WorkerGroup,
+    args: argparse.Namespace,
+    binder: Role,
+    connectors: Sequence[Role] = (),
+    wait_ready: bool = True,
+) -> tuple[Worker, list[Worker]]:
+    """Start ``binder`` (pinned as process 0 by ``--pin``) and wait for its ``("ready",
+    endpoint)``; then start the ``connectors`` (processes 1, 2...; ``params["endpoint"]`` is
+    the binder's endpoint) and, if ``wait_ready``, wait until each is ready."""
+    server = group.start(
+        binder.label, profiled_role, _role_params(args, binder), cpu=pin_cpu(args.pin, 0)
+    )
+    _, endpoint = group.expect(server, "ready")
+    clients = [
+        group.start(
+            role.label,
+            profiled_role,
+            {**_role_params(args, role), "endpoint": endpoint},
+            cpu=pin_cpu(args.pin, 1 + i),
+        )
+        for i, role in enumerate(connectors)
+    ]
+    if wait_ready:
+        for client in clients:
+            group.expect(client, "ready")
+    return server, clients
+
+
+class Outcome(Protocol):
+    """What :meth:`Session.run` needs of a configuration's result."""
+
+    error: str | None
+
+
+R = TypeVar("R", bound=Outcome)
+
+
+class Session:
+    """One run of a benchmark script: logs the environment, runs the plan, and ends it."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.env = environment()
+        log(
+            f"python {self.env['python']} on {self.env['platform']}, {self.env['cpu_count']} "
+            f"CPUs, load {self.env['loadavg']}; {self.env['versions']}",
+            args.quiet,
+        )
+        self.started = time.monotonic()
+        self.interrupted = False
+
+    def run(self, plan: Sequence[tuple[str, R, Callable[[], object]]], cycles: int = 1) -> None:
+        """Run every ``(label, result, measure)`` of ``plan``, the whole plan ``cycles`` times
+        in turn (``args.cycle`` says which). A :class:`BenchError` is recorded in ``result``
+        (the first one) and the plan goes on, unless ``--fail-fast``; Ctrl-C stops it and sets
+        ``interrupted``."""
+        args = self.args
+        steps = len(plan) * cycles
+        step = 0
+        try:
+            for cycle in range(1, cycles + 1):
+                args.cycle = cycle
+                for label, result, measure in plan:
+                    step += 1
+                    cyc = f" (cycle {cycle}/{cycles})" if cycles > 1 else ""
+                    log(f"[{step}/{steps}] {label}{cyc}", args.quiet)
+                    try:
+                        measure()
+                    except BenchError as exc:
+                        result.error = result.error or str(exc)
+                        log(f"    FAILED: {exc}", False)
+                        if args.fail_fast:
+                            return
+        except KeyboardInterrupt:
+            self.interrupted = True
+            log("interrupted: printing what was measured", False)
+
+    def finish(
+        self,
+        failures: Sequence[tuple[str, str]],
+        benchmark: str,
+        settings: dict[str, Any],
+        tables: dict[str, str],
+        **results: Any,
+    ) -> int:
+        """After the tables: the ``(label, error)`` failures, the total time, the profiles,
+        the JSON (``results`` go between the environment and the tables); the exit status."""
+        args = self.args
+        for label, error in failures:
+            print(f"\nFAILED {label}:\n{error}")
+        print(f"\n(total {time.monotonic() - self.started:.0f} s)")
+        if args.profile_dir is not None:
+            print_profiles(args.profile_files, Path(args.profile_dir), args.profile_top)
+        if args.json:
+            payload = {
+                "benchmark": benchmark,
+                "stat": args.stat,
+                "settings": settings,
+                "environment": self.env,
+                **results,
+                "tables": tables,
+                "interrupted": self.interrupted,
+            }
+            write_json(args.json, payload)
+            log(f"wrote {args.json}", args.quiet)
+        return 130 if self.interrupted else 1 if failures else 0
 
 
 # --------------------------------------------------------------------------- sizes & stats

@@ -46,8 +46,9 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -55,30 +56,33 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
-    PIN_CHOICES,
-    PIN_HELP,
-    BenchError,
+    LOCALHOST,
+    TCP_ANY,
+    BenchParser,
+    Message,
+    Params,
+    Role,
+    RoleFunc,
+    Session,
     WorkerGroup,
-    check_pin,
+    anyio_role,
+    asyncio_role,
     control_recv_async,
     control_recv_asyncio,
-    environment,
     fmt_rate,
     fmt_ratio,
     log,
-    parse_sizes,
-    pin_cpu,
-    print_profiles,
-    profiled_role,
+    pyzmq_bind,
+    pyzmq_socket,
     render_table,
     require,
+    serve_rounds_async,
+    serve_rounds_sync,
     size_label,
+    start_peers,
     summarize,
-    write_json,
+    zmtp_socket,
 )
-
-Params = dict[str, Any]
-LOCALHOST = "127.0.0.1"
 
 #: First byte of each kind of message (everyone subscribes to b"", so nothing is filtered).
 DATA, PROBE, END = b"d", b"p", b"e"
@@ -218,74 +222,83 @@ def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float)
     return {"sent": sent, "send_elapsed": perf_counter() - start}
 
 
+async def _publish_async(
+    ctrl: Any,
+    send: Callable[[bytes], Awaitable[Any]],
+    payload: bytes,
+    recv_control: Callable[[Any], Awaitable[Message]],
+    sleep: Callable[[float], Awaitable[Any]],
+) -> None:
+    """The publisher's command loop (see above) for any async API: ``send`` a message,
+    ``recv_control`` the next command, ``sleep`` between probes and end markers."""
+
+    async def repeat_until_command(message: bytes, interval: float) -> None:
+        while not ctrl.poll():
+            await send(message)
+            await sleep(interval)
+
+    cmd = await recv_control(ctrl)
+    while cmd[0] != "quit":
+        if cmd[0] == "probe":
+            await repeat_until_command(PROBE_MESSAGE, PROBE_INTERVAL)
+        elif cmd[0] == "run":
+            r = cmd[1]
+            result = await _pub_data_async(send, payload, r["warmup"] + r["duration"])
+            await repeat_until_command(_end_marker(r["round"]), END_INTERVAL)
+            stop = await recv_control(ctrl)
+            if stop[0] != "stop":
+                raise RuntimeError(f"expected ('stop',), got {stop!r}")
+            ctrl.send(("result", result))
+        else:
+            raise RuntimeError(f"unexpected command {cmd!r}")
+        cmd = await recv_control(ctrl)
+
+
+def _publish_sync(ctrl: Any, send: Callable[[bytes], Any], payload: bytes) -> None:
+    """Blocking twin of :func:`_publish_async`."""
+
+    def repeat_until_command(message: bytes, interval: float) -> None:
+        while not ctrl.poll(0):
+            send(message)
+            ctrl.poll(interval)
+
+    cmd = ctrl.recv()
+    while cmd[0] != "quit":
+        if cmd[0] == "probe":
+            repeat_until_command(PROBE_MESSAGE, PROBE_INTERVAL)
+        elif cmd[0] == "run":
+            r = cmd[1]
+            result = _pub_data_sync(send, payload, r["warmup"] + r["duration"])
+            repeat_until_command(_end_marker(r["round"]), END_INTERVAL)
+            stop = ctrl.recv()
+            if stop[0] != "stop":
+                raise RuntimeError(f"expected ('stop',), got {stop!r}")
+            ctrl.send(("result", result))
+        else:
+            raise RuntimeError(f"unexpected command {cmd!r}")
+        cmd = ctrl.recv()
+
+
 # --------------------------------------------------------------------------- zmtp (anyio)
 
 
-def zmtp_publisher(ctrl: Any, p: Params) -> None:
+@anyio_role
+async def zmtp_publisher(ctrl: Any, p: Params) -> None:
     import anyio
 
-    anyio.run(_zmtp_publisher, ctrl, p, backend=p["backend"])
+    async with zmtp_socket("PUB", p["hwm"], xpub_nodrop=p["nodrop"]) as sock:
+        ctrl.send(("ready", await sock.bind(TCP_ANY)))
+        await _publish_async(ctrl, sock.send, _payload(p["size"]), control_recv_async, anyio.sleep)
 
 
-async def _zmtp_publisher(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
-    payload = _payload(p["size"])
-    async with zmtp.Socket(
-        zmtp.PUB, send_hwm=p["hwm"], recv_hwm=p["hwm"], xpub_nodrop=p["nodrop"]
-    ) as sock:
-        ctrl.send(("ready", await sock.bind(f"tcp://{LOCALHOST}:*")))
-        send = sock.send
-
-        async def repeat_until_command(message: bytes, interval: float) -> None:
-            while not ctrl.poll():
-                await send(message)
-                await anyio.sleep(interval)
-
-        cmd = await control_recv_async(ctrl)
-        while cmd[0] != "quit":
-            if cmd[0] == "probe":
-                await repeat_until_command(PROBE_MESSAGE, PROBE_INTERVAL)
-            elif cmd[0] == "run":
-                r = cmd[1]
-                result = await _pub_data_async(send, payload, r["warmup"] + r["duration"])
-                await repeat_until_command(_end_marker(r["round"]), END_INTERVAL)
-                stop = await control_recv_async(ctrl)
-                if stop[0] != "stop":
-                    raise RuntimeError(f"expected ('stop',), got {stop!r}")
-                ctrl.send(("result", result))
-            else:
-                raise RuntimeError(f"unexpected command {cmd!r}")
-            cmd = await control_recv_async(ctrl)
-        with anyio.move_on_after(5):
-            await sock.close(linger=0)
-
-
-def zmtp_subscriber(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_zmtp_subscriber, ctrl, p, backend=p["backend"])
-
-
-async def _zmtp_subscriber(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
-    async with zmtp.Socket(zmtp.SUB, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+@anyio_role
+async def zmtp_subscriber(ctrl: Any, p: Params) -> None:
+    async with zmtp_socket("SUB", p["hwm"]) as sock:
         await sock.connect(p["endpoint"])
         sock.subscribe(b"")
         await _wait_probe_async(sock.recv)
         ctrl.send(("ready", None))
-        while True:
-            cmd = await control_recv_async(ctrl)
-            if cmd[0] != "run":
-                break
-            ctrl.send(("result", await _sub_round_async(sock.recv, cmd[1], p["size"])))
-        with anyio.move_on_after(5):
-            await sock.close(linger=0)
+        await serve_rounds_async(ctrl, lambda r: _sub_round_async(sock.recv, r, p["size"]))
 
 
 # --------------------------------------------------------------------------- pyzmq sync
@@ -295,88 +308,40 @@ def pyzmq_publisher(ctrl: Any, p: Params) -> None:
     import zmq
 
     payload = _payload(p["size"])
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.PUB)
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    if p["nodrop"]:
-        sock.setsockopt(zmq.XPUB_NODROP, 1)
-    try:
-        sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
-        send = sock.send
-
-        def repeat_until_command(message: bytes, interval: float) -> None:
-            while not ctrl.poll(0):
-                send(message)
-                ctrl.poll(interval)
-
-        cmd = ctrl.recv()
-        while cmd[0] != "quit":
-            if cmd[0] == "probe":
-                repeat_until_command(PROBE_MESSAGE, PROBE_INTERVAL)
-            elif cmd[0] == "run":
-                r = cmd[1]
-                result = _pub_data_sync(send, payload, r["warmup"] + r["duration"])
-                repeat_until_command(_end_marker(r["round"]), END_INTERVAL)
-                stop = ctrl.recv()
-                if stop[0] != "stop":
-                    raise RuntimeError(f"expected ('stop',), got {stop!r}")
-                ctrl.send(("result", result))
-            else:
-                raise RuntimeError(f"unexpected command {cmd!r}")
-            cmd = ctrl.recv()
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+    with pyzmq_socket("PUB", p["hwm"]) as sock:
+        if p["nodrop"]:
+            sock.setsockopt(zmq.XPUB_NODROP, 1)
+        ctrl.send(("ready", pyzmq_bind(sock)))
+        _publish_sync(ctrl, sock.send, payload)
 
 
 def pyzmq_subscriber(ctrl: Any, p: Params) -> None:
     import zmq
 
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.SUB)
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
+    with pyzmq_socket("SUB", p["hwm"]) as sock:
         sock.connect(p["endpoint"])
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         recv = sock.recv
         while recv() != PROBE_MESSAGE:
             pass
         ctrl.send(("ready", None))
-        while True:
-            cmd = ctrl.recv()
-            if cmd[0] != "run":
-                break
-            ctrl.send(("result", _sub_round_sync(recv, cmd[1], p["size"])))
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+        serve_rounds_sync(ctrl, lambda r: _sub_round_sync(recv, r, p["size"]))
 
 
 # --------------------------------------------------------------------------- pyzmq zmq.asyncio
 
 
-def pyzmq_asyncio_publisher(ctrl: Any, p: Params) -> None:
-    import asyncio
-
-    asyncio.run(_pyzmq_asyncio_publisher(ctrl, p))
-
-
-async def _pyzmq_asyncio_publisher(ctrl: Any, p: Params) -> None:
+@asyncio_role
+async def pyzmq_asyncio_publisher(ctrl: Any, p: Params) -> None:
     import asyncio
 
     import zmq
-    import zmq.asyncio
 
     payload = _payload(p["size"])
-    ctx = zmq.asyncio.Context()
-    sock = ctx.socket(zmq.PUB)
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    if p["nodrop"]:
-        sock.setsockopt(zmq.XPUB_NODROP, 1)
-    try:
-        sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+    with pyzmq_socket("PUB", p["hwm"], asyncio=True) as sock:
+        if p["nodrop"]:
+            sock.setsockopt(zmq.XPUB_NODROP, 1)
+        ctrl.send(("ready", pyzmq_bind(sock)))
         send = sock.send
         if p["nodrop"]:
             # zmq.asyncio waits for POLLOUT, which a PUB always reports, then retries once and
@@ -390,57 +355,21 @@ async def _pyzmq_asyncio_publisher(ctrl: Any, p: Params) -> None:
                     except zmq.Again:
                         await asyncio.sleep(NODROP_RETRY)
 
-        async def repeat_until_command(message: bytes, interval: float) -> None:
-            while not ctrl.poll():
-                await send(message)
-                await asyncio.sleep(interval)
-
-        cmd = await control_recv_asyncio(ctrl)
-        while cmd[0] != "quit":
-            if cmd[0] == "probe":
-                await repeat_until_command(PROBE_MESSAGE, PROBE_INTERVAL)
-            elif cmd[0] == "run":
-                r = cmd[1]
-                result = await _pub_data_async(send, payload, r["warmup"] + r["duration"])
-                await repeat_until_command(_end_marker(r["round"]), END_INTERVAL)
-                stop = await control_recv_asyncio(ctrl)
-                if stop[0] != "stop":
-                    raise RuntimeError(f"expected ('stop',), got {stop!r}")
-                ctrl.send(("result", result))
-            else:
-                raise RuntimeError(f"unexpected command {cmd!r}")
-            cmd = await control_recv_asyncio(ctrl)
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+        await _publish_async(ctrl, send, payload, control_recv_asyncio, asyncio.sleep)
 
 
-def pyzmq_asyncio_subscriber(ctrl: Any, p: Params) -> None:
-    import asyncio
-
-    asyncio.run(_pyzmq_asyncio_subscriber(ctrl, p))
-
-
-async def _pyzmq_asyncio_subscriber(ctrl: Any, p: Params) -> None:
+@asyncio_role
+async def pyzmq_asyncio_subscriber(ctrl: Any, p: Params) -> None:
     import zmq
-    import zmq.asyncio
 
-    ctx = zmq.asyncio.Context()
-    sock = ctx.socket(zmq.SUB)
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
+    with pyzmq_socket("SUB", p["hwm"], asyncio=True) as sock:
         sock.connect(p["endpoint"])
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         await _wait_probe_async(sock.recv)
         ctrl.send(("ready", None))
-        while True:
-            cmd = await control_recv_asyncio(ctrl)
-            if cmd[0] != "run":
-                break
-            ctrl.send(("result", await _sub_round_async(sock.recv, cmd[1], p["size"])))
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+        await serve_rounds_async(
+            ctrl, lambda r: _sub_round_async(sock.recv, r, p["size"]), control_recv_asyncio
+        )
 
 
 # =========================================================================== registry
@@ -449,8 +378,8 @@ async def _pyzmq_asyncio_subscriber(ctrl: Any, p: Params) -> None:
 @dataclass(frozen=True)
 class Impl:
     name: str
-    publisher: Callable[[Any, Params], None]
-    subscriber: Callable[[Any, Params], None]
+    publisher: RoleFunc
+    subscriber: RoleFunc
     requires: tuple[str, ...]
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -530,41 +459,31 @@ def run_config(
     ``args.repeat`` rounds and append them to ``res``."""
     params = {"size": size, "hwm": args.hwm, "nodrop": args.mode == "nodrop", **impl.params}
     round_timeout = args.timeout + args.warmup + args.duration
-
-    def role(name: str, func: Callable[[Any, Params], None], p: Params) -> Params:
-        """Params that make ``profiled_role`` run ``func``, under cProfile if asked (the
-        first subscriber only: they all do the same)."""
-        p = {**p, "role": func}
-        if args.profile_dir is not None and name in args.profile_roles:
-            path = Path(args.profile_dir) / (
-                f"{impl.name}-{n_subs}subs-{size}-{name}-c{args.cycle}.prof"
-            )
-            path.unlink(missing_ok=True)  # never report a stale profile from an earlier run
-            args.profile_files.append(path)
-            p["profile_path"] = str(path)
-        return p
+    prof = f"{impl.name}-{n_subs}subs-{size}"
 
     with WorkerGroup(timeout=args.timeout) as group:
-        pub = group.start(
-            f"{impl.name}/pub",
-            profiled_role,
-            role("publisher", impl.publisher, params),
-            cpu=pin_cpu(args.pin, 0),
-        )
-        _, endpoint = group.expect(pub, "ready")
-        subs = [
-            group.start(
-                f"{impl.name}/sub{i}",
-                profiled_role,
-                role(
-                    "subscriber" if i == 0 else f"subscriber{i}",
+        pub, subs = start_peers(
+            group,
+            args,
+            Role(
+                f"{impl.name}/pub",
+                impl.publisher,
+                params,
+                "publisher",
+                f"{prof}-publisher-c{args.cycle}.prof",
+            ),
+            [  # --profile subscriber: the first one only, they all do the same
+                Role(
+                    f"{impl.name}/sub{i}",
                     impl.subscriber,
-                    {**params, "endpoint": endpoint, "client_index": i},
-                ),
-                cpu=pin_cpu(args.pin, 1 + i),
-            )
-            for i in range(n_subs)
-        ]
+                    {**params, "client_index": i},
+                    "subscriber" if i == 0 else "",
+                    f"{prof}-subscriber-c{args.cycle}.prof",
+                )
+                for i in range(n_subs)
+            ],
+            wait_ready=False,
+        )
         pub.send(("probe", {}))
         for s in subs:  # each got a probe: its subscription has reached the publisher
             group.expect(s, "ready")
@@ -645,15 +564,9 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
     )
 
 
-class _Stop(Exception):
-    """--fail-fast: leave every cycle."""
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Implementations: " + ", ".join(IMPLS) + ". See benchmarks/README.md.",
+    ap = BenchParser(
+        __doc__, "Implementations: " + ", ".join(IMPLS) + ". See benchmarks/README.md."
     )
     ap.add_argument("--impl", default=",".join(IMPLS), help="comma-separated (default: all four)")
     ap.add_argument(
@@ -695,93 +608,41 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds to wait for any child answer beyond a round's own length",
     )
     ap.add_argument("--quick", action="store_true", help="smoke test: 0.3 s rounds, 1 repeat")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
-    ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
-    ap.add_argument(
-        "--profile",
-        choices=("publisher", "subscriber", "both"),
-        help="run the publisher and/or the first subscriber under cProfile (distorts rates!) "
+    ap.add_harness_options(
+        ("publisher", "subscriber"),
+        "run the publisher and/or the first subscriber under cProfile (distorts rates!) "
         "and print hot spots",
     )
-    ap.add_argument(
-        "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
-    )
-    ap.add_argument("--profile-top", type=int, default=15, help="rows per profile (by tottime)")
-    ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed config")
-    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    args = ap.parse_args(argv)
-    args.profile_roles = (
-        ()
-        if args.profile is None
-        else ("publisher", "subscriber")
-        if args.profile == "both"
-        else (args.profile,)
-    )
-    args.profile_files = []
-    if args.profile:
-        import tempfile
-
-        args.profile_dir = args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-")
-        if Path(args.profile_dir).exists() and not Path(args.profile_dir).is_dir():
-            ap.error(f"--profile-dir {args.profile_dir} exists and is not a directory")
-        Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
-    else:
-        args.profile_dir = None
+    args = ap.parse_bench_args(argv)
 
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.3, 0.1, 1
     if args.repeat < 1 or args.cycles < 1 or args.duration <= 0 or args.warmup < 0:
         ap.error("--repeat and --cycles must be >= 1, --duration > 0, --warmup >= 0")
-    pin_error = check_pin(args.pin)
-    if pin_error:
-        ap.error(pin_error)
+    sizes = ap.sizes(args.sizes)
     try:
-        sizes = parse_sizes(args.sizes)
         counts = [int(n) for n in args.subscribers.split(",") if n.strip()]
     except ValueError as exc:
         ap.error(str(exc))
     if not counts or min(counts) < 1:
         ap.error("--subscribers: positive integers")
-    names = [n.strip() for n in args.impl.split(",") if n.strip()]
-    unknown = [n for n in names if n not in IMPLS]
-    if unknown:
-        ap.error(f"unknown implementation(s) {unknown}; choose from {list(IMPLS)}")
+    names = ap.names(args.impl, IMPLS, "implementation")
     require({n: IMPLS[n].requires for n in names})
 
-    env = environment()
-    log(
-        f"python {env['python']} on {env['platform']}, {env['cpu_count']} CPUs, "
-        f"load {env['loadavg']}; {env['versions']}",
-        args.quiet,
-    )
+    session = Session(args)
     plan = [(IMPLS[n], c, s) for s in sizes for c in counts for n in names]
     results = [ConfigResult(i.name, c, s) for i, c, s in plan]
-    started = time.monotonic()
-    interrupted = False
-    steps = len(plan) * args.cycles
-    try:
-        step = 0
-        for cycle in range(1, args.cycles + 1):
-            args.cycle = cycle
-            for (impl, n_subs, size), res in zip(plan, results, strict=True):
-                step += 1
-                cyc = f" (cycle {cycle}/{args.cycles})" if args.cycles > 1 else ""
-                log(
-                    f"[{step}/{steps}] {impl.name} {n_subs} subscriber(s) {size_label(size)}{cyc}",
-                    args.quiet,
-                )
-                try:
-                    run_config(impl, n_subs, size, args, res)
-                except BenchError as exc:
-                    res.error = res.error or str(exc)
-                    log(f"    FAILED: {exc}", False)
-                    if args.fail_fast:
-                        raise _Stop from None
-    except _Stop:
-        pass
-    except KeyboardInterrupt:
-        interrupted = True
-        log("interrupted: printing what was measured", False)
+    session.run(
+        [
+            (
+                f"{impl.name} {n_subs} subscriber(s) {size_label(size)}",
+                res,
+                partial(run_config, impl, n_subs, size, args, res),
+            )
+            for (impl, n_subs, size), res in zip(plan, results, strict=True)
+        ],
+        cycles=args.cycles,
+    )
 
     results = [r for r in results if r.rounds or r.error]
     rounds = f"{args.repeat} round(s)" + (
@@ -796,43 +657,33 @@ def main(argv: list[str] | None = None) -> int:
     )
     table = fanout_table(results, args.stat)
     print(table)
-    failed = [r for r in results if r.error]
-    for r in failed:
-        print(f"\nFAILED {r.impl} {r.subscribers} subscriber(s) {size_label(r.size)}:\n{r.error}")
-    print(f"\n(total {time.monotonic() - started:.0f} s)")
-    if args.profile_dir is not None:
-        print_profiles(args.profile_files, Path(args.profile_dir), args.profile_top)
-    if args.json:
-        write_json(
-            args.json,
-            {
-                "benchmark": "fanout",
-                "stat": args.stat,
-                "settings": {
-                    "mode": args.mode,
-                    "subscribers": counts,
-                    "sizes": sizes,
-                    "duration": args.duration,
-                    "warmup": args.warmup,
-                    "repeat": args.repeat,
-                    "cycles": args.cycles,
-                    "hwm": args.hwm,
-                    "impls": names,
-                    "quick": args.quick,
-                    "pin": args.pin,
-                    "profiled": args.profile,
-                    "probe_interval": PROBE_INTERVAL,
-                    "end_interval": END_INTERVAL,
-                },
-                "environment": env,
-                "references": list(REFERENCES),
-                "results": [r.to_json(args.stat) for r in results],
-                "tables": {"fanout": table},
-                "interrupted": interrupted,
-            },
-        )
-        log(f"wrote {args.json}", args.quiet)
-    return 130 if interrupted else 1 if failed else 0
+    return session.finish(
+        [
+            (f"{r.impl} {r.subscribers} subscriber(s) {size_label(r.size)}", r.error)
+            for r in results
+            if r.error
+        ],
+        "fanout",
+        {
+            "mode": args.mode,
+            "subscribers": counts,
+            "sizes": sizes,
+            "duration": args.duration,
+            "warmup": args.warmup,
+            "repeat": args.repeat,
+            "cycles": args.cycles,
+            "hwm": args.hwm,
+            "impls": names,
+            "quick": args.quick,
+            "pin": args.pin,
+            "profiled": args.profile,
+            "probe_interval": PROBE_INTERVAL,
+            "end_interval": END_INTERVAL,
+        },
+        {"fanout": table},
+        references=list(REFERENCES),
+        results=[r.to_json(args.stat) for r in results],
+    )
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import time
 from array import array
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from time import perf_counter, perf_counter_ns
 from typing import Any
@@ -47,31 +48,37 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
-    PIN_CHOICES,
-    PIN_HELP,
+    LOCALHOST,
+    TCP_ANY,
     BenchError,
+    BenchParser,
+    Message,
+    Params,
+    Role,
+    RoleFunc,
+    Session,
     WorkerGroup,
-    check_pin,
+    anyio_role,
+    asyncio_role,
     control_recv_async,
     control_recv_asyncio,
-    environment,
     fmt_ratio,
     fmt_us,
     log,
-    parse_sizes,
     percentile,
-    pin_cpu,
-    print_profiles,
-    profiled_role,
+    pyzmq_bind,
+    pyzmq_socket,
+    raw_accept,
+    raw_connect,
     render_table,
     require,
+    serve_rounds_async,
+    serve_rounds_sync,
     size_label,
+    start_peers,
     summarize,
-    write_json,
+    zmtp_socket,
 )
-
-Params = dict[str, Any]
-LOCALHOST = "127.0.0.1"
 
 # =========================================================================== client helpers
 # A client role connects, sends ("ready", None), then for every ("run", r) it calls
@@ -84,14 +91,13 @@ def _samples_result(samples: array[int]) -> dict[str, Any]:
 
 
 async def client_rounds_async(
-    ctrl: Any, roundtrip: Callable[[], Awaitable[None]], recv_control: Callable[[Any], Any]
+    ctrl: Any,
+    roundtrip: Callable[[], Awaitable[None]],
+    recv_control: Callable[[Any], Awaitable[Message]],
 ) -> None:
     """Serve rounds until "quit": warm up, then time ``await roundtrip()`` calls."""
-    while True:
-        cmd = await recv_control(ctrl)
-        if cmd[0] != "run":
-            return
-        r = cmd[1]
+
+    async def run(r: Params) -> Params:
         end = perf_counter() + r["warmup"]
         while perf_counter() < end:
             await roundtrip()
@@ -106,16 +112,15 @@ async def client_rounds_async(
             append(t1 - t0)
             if t1 >= end_ns or len(samples) >= max_samples:
                 break
-        ctrl.send(("result", _samples_result(samples)))
+        return _samples_result(samples)
+
+    await serve_rounds_async(ctrl, run, recv_control)
 
 
 def client_rounds_sync(ctrl: Any, roundtrip: Callable[[], None]) -> None:
     """Blocking twin of :func:`client_rounds_async`."""
-    while True:
-        cmd = ctrl.recv()
-        if cmd[0] != "run":
-            return
-        r = cmd[1]
+
+    def run(r: Params) -> Params:
         end = perf_counter() + r["warmup"]
         while perf_counter() < end:
             roundtrip()
@@ -130,7 +135,9 @@ def client_rounds_sync(ctrl: Any, roundtrip: Callable[[], None]) -> None:
             append(t1 - t0)
             if t1 >= end_ns or len(samples) >= max_samples:
                 break
-        ctrl.send(("result", _samples_result(samples)))
+        return _samples_result(samples)
+
+    serve_rounds_sync(ctrl, run)
 
 
 def _check_echo(reply: Any, size: int) -> None:
@@ -156,54 +163,34 @@ async def _serve_until_quit(ctrl: Any, serve: Callable[[], Awaitable[None]]) -> 
 # =========================================================================== raw anyio TCP
 
 
-def raw_server(ctrl: Any, p: Params) -> None:
+@anyio_role
+async def raw_server(ctrl: Any, p: Params) -> None:
     import anyio
 
-    anyio.run(_raw_server, ctrl, p, backend=p["backend"])
-
-
-async def _raw_server(ctrl: Any, p: Params) -> None:
-    import anyio
-    from anyio.abc import SocketAttribute, SocketListener
-
-    multi = await anyio.create_tcp_listener(local_host=LOCALHOST)
-    listener = multi.listeners[0]
-    assert isinstance(listener, SocketListener)
-    ctrl.send(("ready", f"tcp://{LOCALHOST}:{listener.extra(SocketAttribute.local_port)}"))
     size = p["size"]
-    async with multi:
-        stream = await listener.accept()
+    async with raw_accept(ctrl) as stream:
+        receive, send = stream.receive, stream.send
 
         async def echo() -> None:
-            async with stream:
-                receive, send = stream.receive, stream.send
-                buf = b""
-                while True:
-                    try:
-                        data = await receive(65536)
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        return
-                    buf = buf + data if buf else data
-                    while len(buf) >= size:  # echo whole messages only
-                        await send(buf[:size])
-                        buf = buf[size:]
+            buf = b""
+            while True:
+                try:
+                    data = await receive(65536)
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    return
+                buf = buf + data if buf else data
+                while len(buf) >= size:  # echo whole messages only
+                    await send(buf[:size])
+                    buf = buf[size:]
 
         await _serve_until_quit(ctrl, echo)
 
 
-def raw_client(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_raw_client, ctrl, p, backend=p["backend"])
-
-
-async def _raw_client(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    host, port = p["endpoint"].removeprefix("tcp://").rsplit(":", 1)
+@anyio_role
+async def raw_client(ctrl: Any, p: Params) -> None:
     size = p["size"]
     payload = os.urandom(size)
-    async with await anyio.connect_tcp(host, int(port)) as stream:
+    async with await raw_connect(p["endpoint"]) as stream:
         receive, send = stream.receive, stream.send
 
         async def roundtrip() -> None:
@@ -227,20 +214,10 @@ async def _raw_client(ctrl: Any, p: Params) -> None:
 _PAIR = ("PAIR", "PAIR")
 
 
-def zmtp_echo_server(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_zmtp_echo_server, ctrl, p, backend=p["backend"])
-
-
-async def _zmtp_echo_server(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
-    kind = p.get("types", _PAIR)[0]
-    async with zmtp.Socket(kind, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
-        ctrl.send(("ready", await sock.bind(f"tcp://{LOCALHOST}:*")))
+@anyio_role
+async def zmtp_echo_server(ctrl: Any, p: Params) -> None:
+    async with zmtp_socket(p.get("types", _PAIR)[0], p["hwm"]) as sock:
+        ctrl.send(("ready", await sock.bind(TCP_ANY)))
 
         async def echo() -> None:
             recv, send = sock.recv, sock.send
@@ -248,25 +225,13 @@ async def _zmtp_echo_server(ctrl: Any, p: Params) -> None:
                 await send(await recv())
 
         await _serve_until_quit(ctrl, echo)
-        with anyio.move_on_after(5):
-            await sock.close(linger=0)
 
 
-def zmtp_echo_client(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_zmtp_echo_client, ctrl, p, backend=p["backend"])
-
-
-async def _zmtp_echo_client(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
+@anyio_role
+async def zmtp_echo_client(ctrl: Any, p: Params) -> None:
     size = p["size"]
     payload = os.urandom(size)
-    kind = p.get("types", _PAIR)[1]
-    async with zmtp.Socket(kind, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+    async with zmtp_socket(p.get("types", _PAIR)[1], p["hwm"]) as sock:
         await sock.connect(p["endpoint"])
         recv, send = sock.recv, sock.send
 
@@ -277,8 +242,6 @@ async def _zmtp_echo_client(ctrl: Any, p: Params) -> None:
         await roundtrip()  # the connection is up before we report ready
         ctrl.send(("ready", None))
         await client_rounds_async(ctrl, roundtrip, control_recv_async)
-        with anyio.move_on_after(5):
-            await sock.close(linger=0)
 
 
 # =========================================================================== pyzmq PAIR, REQ/REP
@@ -288,13 +251,9 @@ async def _zmtp_echo_client(ctrl: Any, p: Params) -> None:
 def pyzmq_echo_server(ctrl: Any, p: Params) -> None:
     import zmq
 
-    ctx = zmq.Context()
-    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[0]))
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    sock.rcvtimeo = 200  # only to notice "quit"; costs nothing while messages flow
-    try:
-        sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+    with pyzmq_socket(p.get("types", _PAIR)[0], p["hwm"]) as sock:
+        sock.rcvtimeo = 200  # only to notice "quit"; costs nothing while messages flow
+        ctrl.send(("ready", pyzmq_bind(sock)))
         recv, send = sock.recv, sock.send
         while True:
             try:
@@ -302,20 +261,12 @@ def pyzmq_echo_server(ctrl: Any, p: Params) -> None:
             except zmq.Again:
                 if ctrl.poll():
                     break
-    finally:
-        sock.close(linger=0)
-        ctx.term()
 
 
 def pyzmq_echo_client(ctrl: Any, p: Params) -> None:
-    import zmq
-
     size = p["size"]
     payload = os.urandom(size)
-    ctx = zmq.Context()
-    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[1]))
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
+    with pyzmq_socket(p.get("types", _PAIR)[1], p["hwm"]) as sock:
         sock.connect(p["endpoint"])
         recv, send = sock.recv, sock.send
 
@@ -326,29 +277,14 @@ def pyzmq_echo_client(ctrl: Any, p: Params) -> None:
         roundtrip()
         ctrl.send(("ready", None))
         client_rounds_sync(ctrl, roundtrip)
-    finally:
-        sock.close(linger=0)
-        ctx.term()
 
 
-def pyzmq_asyncio_echo_server(ctrl: Any, p: Params) -> None:
+@asyncio_role
+async def pyzmq_asyncio_echo_server(ctrl: Any, p: Params) -> None:
     import asyncio
 
-    asyncio.run(_pyzmq_asyncio_echo_server(ctrl, p))
-
-
-async def _pyzmq_asyncio_echo_server(ctrl: Any, p: Params) -> None:
-    import asyncio
-
-    import zmq
-    import zmq.asyncio
-
-    ctx = zmq.asyncio.Context()
-    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[0]))
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
-        sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
+    with pyzmq_socket(p.get("types", _PAIR)[0], p["hwm"], asyncio=True) as sock:
+        ctrl.send(("ready", pyzmq_bind(sock)))
 
         async def echo() -> None:
             recv, send = sock.recv, sock.send
@@ -362,27 +298,13 @@ async def _pyzmq_asyncio_echo_server(ctrl: Any, p: Params) -> None:
         for task in done:
             if task is echo_task and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
-    finally:
-        sock.close(linger=0)
-        ctx.term()
 
 
-def pyzmq_asyncio_echo_client(ctrl: Any, p: Params) -> None:
-    import asyncio
-
-    asyncio.run(_pyzmq_asyncio_echo_client(ctrl, p))
-
-
-async def _pyzmq_asyncio_echo_client(ctrl: Any, p: Params) -> None:
-    import zmq
-    import zmq.asyncio
-
+@asyncio_role
+async def pyzmq_asyncio_echo_client(ctrl: Any, p: Params) -> None:
     size = p["size"]
     payload = os.urandom(size)
-    ctx = zmq.asyncio.Context()
-    sock = ctx.socket(getattr(zmq, p.get("types", _PAIR)[1]))
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
+    with pyzmq_socket(p.get("types", _PAIR)[1], p["hwm"], asyncio=True) as sock:
         sock.connect(p["endpoint"])
         recv, send = sock.recv, sock.send
 
@@ -393,9 +315,6 @@ async def _pyzmq_asyncio_echo_client(ctrl: Any, p: Params) -> None:
         await roundtrip()
         ctrl.send(("ready", None))
         await client_rounds_async(ctrl, roundtrip, control_recv_asyncio)
-    finally:
-        sock.close(linger=0)
-        ctx.term()
 
 
 # =========================================================================== registry
@@ -407,8 +326,8 @@ class Case:
     client roles (get ``params["endpoint"]``; send ("ready", None); answer rounds)."""
 
     name: str
-    server: Callable[[Any, Params], None]
-    client: Callable[[Any, Params], None]
+    server: RoleFunc
+    client: RoleFunc
     requires: tuple[str, ...]
     params: dict[str, Any] = field(default_factory=dict)
     #: Reference for the "vs floor" column (a raw-stream case on the same event loop).
@@ -426,7 +345,10 @@ class Case:
 
 
 _REQREP = {"types": ("REP", "REQ")}
-_REQREP_REFS = {"ref_sync": "pyzmq-reqrep-sync", "ref_asyncio": "pyzmq-reqrep-asyncio"}
+_REQREP_REFS: dict[str, Any] = {
+    "ref_sync": "pyzmq-reqrep-sync",
+    "ref_asyncio": "pyzmq-reqrep-asyncio",
+}
 #: Issue requirement: zmtp REQ/REP p50 within 1.5x of raw anyio ping-pong on the same loop.
 REQREP_FLOOR_TARGET = 1.5
 
@@ -560,40 +482,20 @@ def run_case(
     params = {"size": size, "hwm": args.hwm, **case.params}
     round_timeout = args.timeout + args.warmup + args.duration
 
-    def role(name: str, func: Callable[[Any, Params], None], p: Params) -> Params:
-        """Params that make ``profiled_role`` run ``func``, under cProfile if asked."""
-        p = {**p, "role": func}
-        if args.profile_dir is not None and name.rstrip("0123456789") in args.profile_roles:
-            cycle = getattr(args, "cycle", 1)
-            path = Path(args.profile_dir) / f"{case.name}-{size}-{name}-c{cycle}.prof"
-            path.unlink(missing_ok=True)  # never report a stale profile from an earlier run
-            args.profile_files.append(path)
-            p["profile_path"] = str(path)
-        return p
+    def role(name: str, func: RoleFunc, p: Params, profile_as: str) -> Role:
+        prof = f"{case.name}-{size}-{name}-c{args.cycle}.prof"
+        return Role(f"{case.name}/{name}", func, p, profile_as, prof)
 
     with WorkerGroup(timeout=args.timeout) as group:
-        server = group.start(
-            f"{case.name}/server",
-            profiled_role,
-            role("server", case.server, params),
-            cpu=pin_cpu(args.pin, 0),
+        server, clients = start_peers(
+            group,
+            args,
+            role("server", case.server, params, "server"),
+            [
+                role(f"client{i}", case.client, {**params, "client_index": i}, "client")
+                for i in range(case.clients)
+            ],
         )
-        _, endpoint = group.expect(server, "ready")
-        clients = [
-            group.start(
-                f"{case.name}/client{i}",
-                profiled_role,
-                role(
-                    f"client{i}",
-                    case.client,
-                    {**params, "endpoint": endpoint, "client_index": i},
-                ),
-                cpu=pin_cpu(args.pin, 1 + i),
-            )
-            for i in range(case.clients)
-        ]
-        for c in clients:
-            group.expect(c, "ready")
         in_round = clients + ([server] if case.server_in_rounds else [])
         spec = {"warmup": args.warmup, "duration": args.duration, "max_samples": args.max_samples}
         for i in range(args.repeat):
@@ -608,7 +510,7 @@ def run_case(
             if not pooled:
                 raise BenchError(f"{case.name}: no samples in round {i + 1}")
             stats = _round_stats(pooled.tolist())
-            stats["cycle"] = getattr(args, "cycle", 1)
+            stats["cycle"] = args.cycle
             res.rounds.append(stats)
             log(
                 f"    round {i + 1}/{args.repeat}: p50 {fmt_us(stats['p50'])} us, "
@@ -682,17 +584,9 @@ def latency_table(results: list[CaseResult], stat: str) -> str:
     )
 
 
-class _Stop(Exception):
-    """--fail-fast: leave every cycle."""
-
-
 def main(argv: list[str] | None = None) -> int:
     names = [c.name for c in CASES]
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Cases: " + ", ".join(names) + ". See benchmarks/README.md.",
-    )
+    ap = BenchParser(__doc__, "Cases: " + ", ".join(names) + ". See benchmarks/README.md.")
     ap.add_argument("--case", default=",".join(names), help="comma-separated cases (default all)")
     ap.add_argument("--sizes", default="64", help="comma-separated message sizes (default 64)")
     ap.add_argument("--duration", type=float, default=2.0, help="seconds of samples per round")
@@ -721,86 +615,31 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds to wait for a child beyond the round's own length",
     )
     ap.add_argument("--quick", action="store_true", help="smoke test: 0.3 s rounds, 1 repeat")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
-    ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
-    ap.add_argument(
-        "--profile",
-        choices=("server", "client", "both"),
-        help="run that role under cProfile (inflates the latencies!) and print hot spots",
+    ap.add_harness_options(
+        ("server", "client"),
+        "run that role under cProfile (inflates the latencies!) and print hot spots",
+        unit="case",
     )
-    ap.add_argument(
-        "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
-    )
-    ap.add_argument("--profile-top", type=int, default=15, help="rows per profile (by tottime)")
-    ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed case")
-    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    args = ap.parse_args(argv)
-    args.profile_roles = (
-        ()
-        if args.profile is None
-        else ("server", "client")
-        if args.profile == "both"
-        else (args.profile,)
-    )
-    args.profile_files = []
-    if args.profile:
-        import tempfile
-
-        args.profile_dir = args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-")
-        if Path(args.profile_dir).exists() and not Path(args.profile_dir).is_dir():
-            ap.error(f"--profile-dir {args.profile_dir} exists and is not a directory")
-        Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
-    else:
-        args.profile_dir = None
+    args = ap.parse_bench_args(argv)
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.3, 0.1, 1
     if args.repeat < 1 or args.duration <= 0 or args.cycles < 1:
         ap.error("--repeat and --cycles must be >= 1 and --duration > 0")
-    pin_error = check_pin(args.pin)
-    if pin_error:
-        ap.error(pin_error)
-    try:
-        sizes = parse_sizes(args.sizes)
-    except ValueError as exc:
-        ap.error(str(exc))
-    chosen = [n.strip() for n in args.case.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in names]
-    if unknown:
-        ap.error(f"unknown case(s) {unknown}; choose from {names}")
+    sizes = ap.sizes(args.sizes)
+    chosen = ap.names(args.case, names, "case")
     cases = [c for c in CASES if c.name in chosen]
     require({c.name: c.requires for c in cases})
 
-    env = environment()
-    log(
-        f"python {env['python']} on {env['platform']}, {env['cpu_count']} CPUs, "
-        f"load {env['loadavg']}; {env['versions']}",
-        args.quiet,
-    )
+    session = Session(args)
     plan = [(c, s) for s in sizes for c in cases]
     results = [CaseResult(c.name, s) for c, s in plan]
-    started = time.monotonic()
-    interrupted = False
-    steps = len(plan) * args.cycles
-    try:
-        step = 0
-        for cycle in range(1, args.cycles + 1):
-            args.cycle = cycle
-            for (case, size), res in zip(plan, results, strict=True):
-                step += 1
-                cyc = f" (cycle {cycle}/{args.cycles})" if args.cycles > 1 else ""
-                log(f"[{step}/{steps}] {case.name} {size_label(size)}{cyc}", args.quiet)
-                try:
-                    run_case(case, size, args, res)
-                except BenchError as exc:
-                    res.error = res.error or str(exc)
-                    log(f"    FAILED: {exc}", False)
-                    if args.fail_fast:
-                        raise _Stop from None
-    except _Stop:
-        pass
-    except KeyboardInterrupt:
-        interrupted = True
-        log("interrupted: printing what was measured", False)
+    session.run(
+        [
+            (f"{case.name} {size_label(size)}", res, partial(run_case, case, size, args, res))
+            for (case, size), res in zip(plan, results, strict=True)
+        ],
+        cycles=args.cycles,
+    )
 
     results = [r for r in results if r.rounds or r.error]
     rounds = f"{args.repeat} round(s)" + (
@@ -814,48 +653,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     table = latency_table(results, args.stat)
     print(table)
-    failed = [r for r in results if r.error]
-    for r in failed:
-        print(f"\nFAILED {r.case} {size_label(r.size)}:\n{r.error}")
-    print(f"\n(total {time.monotonic() - started:.0f} s)")
-    if args.profile_dir is not None:
-        print_profiles(args.profile_files, Path(args.profile_dir), args.profile_top)
-    if args.json:
-        write_json(
-            args.json,
-            {
-                "benchmark": "latency",
-                "stat": args.stat,
-                "settings": {
-                    "sizes": sizes,
-                    "duration": args.duration,
-                    "warmup": args.warmup,
-                    "repeat": args.repeat,
-                    "cycles": args.cycles,
-                    "hwm": args.hwm,
-                    "pin": args.pin,
-                    "profiled": args.profile,
-                    "cases": chosen,
-                    "quick": args.quick,
-                    "max_samples": args.max_samples,
-                },
-                "environment": env,
-                "references": {
-                    c.name: {
-                        "pyzmq_sync": c.ref_sync,
-                        "pyzmq_asyncio": c.ref_asyncio,
-                        "floor": c.floor,
-                        "floor_target": c.floor_target,
-                    }
-                    for c in cases
-                },
-                "results": [r.to_json(args.stat) for r in results],
-                "tables": {"latency": table},
-                "interrupted": interrupted,
-            },
-        )
-        log(f"wrote {args.json}", args.quiet)
-    return 130 if interrupted else 1 if failed else 0
+    return session.finish(
+        [(f"{r.case} {size_label(r.size)}", r.error) for r in results if r.error],
+        "latency",
+        {
+            "sizes": sizes,
+            "duration": args.duration,
+            "warmup": args.warmup,
+            "repeat": args.repeat,
+            "cycles": args.cycles,
+            "hwm": args.hwm,
+            "pin": args.pin,
+            "profiled": args.profile,
+            "cases": chosen,
+            "quick": args.quick,
+            "max_samples": args.max_samples,
+        },
+        {"latency": table},
+        references={
+            c.name: {
+                "pyzmq_sync": c.ref_sync,
+                "pyzmq_asyncio": c.ref_asyncio,
+                "floor": c.floor,
+                "floor_target": c.floor_target,
+            }
+            for c in cases
+        },
+        results=[r.to_json(args.stat) for r in results],
+    )
 
 
 if __name__ == "__main__":

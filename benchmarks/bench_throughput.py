@@ -36,12 +36,11 @@ See benchmarks/README.md for how to read the output.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -49,31 +48,35 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
-    PIN_CHOICES,
-    PIN_HELP,
-    BenchError,
+    LOCALHOST,
+    TCP_ANY,
+    BenchParser,
+    Params,
+    Role,
+    RoleFunc,
+    Session,
     Worker,
     WorkerGroup,
-    check_pin,
-    control_recv_async,
+    anyio_role,
+    asyncio_role,
     control_recv_asyncio,
-    environment,
     fmt_rate,
     fmt_ratio,
     log,
-    parse_sizes,
-    pin_cpu,
-    print_profiles,
-    profiled_role,
+    pyzmq_bind,
+    pyzmq_socket,
+    raw_accept,
+    raw_connect,
     render_table,
     require,
+    serve_rounds_async,
+    serve_rounds_sync,
     size_label,
+    start_peers,
     summarize,
-    write_json,
+    zmtp_socket,
 )
 
-Params = dict[str, Any]
-LOCALHOST = "127.0.0.1"
 #: Raw anyio reads use zmtp's default read size, so the ceiling is comparable.
 RAW_READ_SIZE = 256 * 1024
 
@@ -131,188 +134,84 @@ def _send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Pa
 # --------------------------------------------------------------------------- zmtp (anyio)
 
 
-def zmtp_receiver(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_zmtp_receiver, ctrl, p, backend=p["backend"])
-
-
-async def _zmtp_receiver(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
-    async with zmtp.Socket(zmtp.PULL, recv_hwm=p["hwm"], send_hwm=p["hwm"]) as sock:
-        endpoint = await sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", endpoint))
-        while True:
-            cmd = await control_recv_async(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(
-                ("result", await _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]))
-            )
-        with anyio.move_on_after(5):
-            await sock.close(linger=0)
+@anyio_role
+async def zmtp_receiver(ctrl: Any, p: Params) -> None:
+    async with zmtp_socket("PULL", p["hwm"]) as sock:
+        ctrl.send(("ready", await sock.bind(TCP_ANY)))
+        await serve_rounds_async(
+            ctrl, lambda r: _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
+        )
 
 
-def zmtp_sender(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_zmtp_sender, ctrl, p, backend=p["backend"])
-
-
-async def _zmtp_sender(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
+@anyio_role
+async def zmtp_sender(ctrl: Any, p: Params) -> None:
     payload = os.urandom(p["size"])
-    async with zmtp.Socket(zmtp.PUSH, send_hwm=p["hwm"], recv_hwm=p["hwm"]) as sock:
+    async with zmtp_socket("PUSH", p["hwm"], linger=2.0) as sock:
         await sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
-        while True:
-            cmd = await control_recv_async(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(("result", await _send_n_async(sock.send, payload, r["warmup"] + r["count"])))
-        with anyio.move_on_after(5):
-            await sock.close(linger=2.0)
+        await serve_rounds_async(
+            ctrl, lambda r: _send_n_async(sock.send, payload, r["warmup"] + r["count"])
+        )
 
 
 # --------------------------------------------------------------------------- pyzmq sync
 
 
 def pyzmq_receiver(ctrl: Any, p: Params) -> None:
-    import zmq
-
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.PULL)
-    sock.rcvhwm = sock.sndhwm = p["hwm"]
-    sock.linger = 0
-    try:
-        sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
-        while True:
-            cmd = ctrl.recv()
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(("result", _timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])))
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+    with pyzmq_socket("PULL", p["hwm"]) as sock:
+        ctrl.send(("ready", pyzmq_bind(sock)))
+        serve_rounds_sync(
+            ctrl, lambda r: _timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
+        )
 
 
 def pyzmq_sender(ctrl: Any, p: Params) -> None:
-    import zmq
-
     payload = os.urandom(p["size"])
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.PUSH)
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
+    with pyzmq_socket("PUSH", p["hwm"], linger=2000) as sock:
         sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
-        while True:
-            cmd = ctrl.recv()
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(("result", _send_n_sync(sock.send, payload, r["warmup"] + r["count"])))
-    finally:
-        sock.close(linger=2000)
-        ctx.term()
+        serve_rounds_sync(
+            ctrl, lambda r: _send_n_sync(sock.send, payload, r["warmup"] + r["count"])
+        )
 
 
 # --------------------------------------------------------------------------- pyzmq zmq.asyncio
 
 
-def pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
-    import asyncio
-
-    asyncio.run(_pyzmq_asyncio_receiver(ctrl, p))
-
-
-async def _pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
-    import zmq
-    import zmq.asyncio
-
-    ctx = zmq.asyncio.Context()
-    sock = ctx.socket(zmq.PULL)
-    sock.rcvhwm = sock.sndhwm = p["hwm"]
-    try:
-        sock.bind(f"tcp://{LOCALHOST}:*")
-        ctrl.send(("ready", sock.getsockopt_string(zmq.LAST_ENDPOINT)))
-        while True:
-            cmd = await control_recv_asyncio(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(
-                ("result", await _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]))
-            )
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+@asyncio_role
+async def pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
+    with pyzmq_socket("PULL", p["hwm"], asyncio=True) as sock:
+        ctrl.send(("ready", pyzmq_bind(sock)))
+        await serve_rounds_async(
+            ctrl,
+            lambda r: _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]),
+            control_recv_asyncio,
+        )
 
 
-def pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
-    import asyncio
-
-    asyncio.run(_pyzmq_asyncio_sender(ctrl, p))
-
-
-async def _pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
-    import zmq
-    import zmq.asyncio
-
+@asyncio_role
+async def pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
     payload = os.urandom(p["size"])
-    ctx = zmq.asyncio.Context()
-    sock = ctx.socket(zmq.PUSH)
-    sock.sndhwm = sock.rcvhwm = p["hwm"]
-    try:
+    with pyzmq_socket("PUSH", p["hwm"], asyncio=True, linger=2000) as sock:
         sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
-        while True:
-            cmd = await control_recv_asyncio(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(("result", await _send_n_async(sock.send, payload, r["warmup"] + r["count"])))
-    finally:
-        sock.close(linger=2000)
-        ctx.term()
+        await serve_rounds_async(
+            ctrl,
+            lambda r: _send_n_async(sock.send, payload, r["warmup"] + r["count"]),
+            control_recv_asyncio,
+        )
 
 
 # --------------------------------------------------------------------------- raw anyio TCP
 
 
-def raw_receiver(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_raw_receiver, ctrl, p, backend=p["backend"])
-
-
-async def _raw_receiver(ctrl: Any, p: Params) -> None:
-    import anyio
-    from anyio.abc import SocketAttribute, SocketListener
-
-    multi = await anyio.create_tcp_listener(local_host=LOCALHOST)
-    listener = multi.listeners[0]
-    assert isinstance(listener, SocketListener)
-    port = listener.extra(SocketAttribute.local_port)
-    ctrl.send(("ready", f"tcp://{LOCALHOST}:{port}"))
+@anyio_role
+async def raw_receiver(ctrl: Any, p: Params) -> None:
     chunk = p["size"]
-    async with multi, await listener.accept() as stream:
+    async with raw_accept(ctrl) as stream:
         receive = stream.receive
-        while True:
-            cmd = await control_recv_async(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
+
+        async def run(r: Params) -> Params:
             start_at = (r["warmup"] + 1) * chunk  # bytes up to the end of the 1st timed chunk
             total = (r["warmup"] + r["count"]) * chunk
             received = 0
@@ -325,65 +224,42 @@ async def _raw_receiver(ctrl: Any, p: Params) -> None:
             t_last = perf_counter()
             if received != total:
                 raise AssertionError(f"raw stream: received {received} bytes, expected {total}")
-            ctrl.send(("result", {"elapsed": t_last - t_first, "messages": (total - base) / chunk}))
+            return {"elapsed": t_last - t_first, "messages": (total - base) / chunk}
+
+        await serve_rounds_async(ctrl, run)
 
 
-def raw_sender(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    anyio.run(_raw_sender, ctrl, p, backend=p["backend"])
-
-
-async def _raw_sender(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    host, port = p["endpoint"].removeprefix("tcp://").rsplit(":", 1)
+@anyio_role
+async def raw_sender(ctrl: Any, p: Params) -> None:
     payload = os.urandom(p["size"])
-    async with await anyio.connect_tcp(host, int(port)) as stream:
+    async with await raw_connect(p["endpoint"]) as stream:
         ctrl.send(("ready", None))
-        while True:
-            cmd = await control_recv_async(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
-            ctrl.send(
-                ("result", await _send_n_async(stream.send, payload, r["warmup"] + r["count"]))
-            )
+        await serve_rounds_async(
+            ctrl, lambda r: _send_n_async(stream.send, payload, r["warmup"] + r["count"])
+        )
 
 
 # --------------------------------------------------------------------------- zmtp inproc
 
 
-def zmtp_inproc(ctrl: Any, p: Params) -> None:
+@anyio_role
+async def zmtp_inproc(ctrl: Any, p: Params) -> None:
     """Sender task and receiver in ONE process (and one event loop)."""
     import anyio
 
-    anyio.run(_zmtp_inproc, ctrl, p, backend=p["backend"])
-
-
-async def _zmtp_inproc(ctrl: Any, p: Params) -> None:
-    import anyio
-
-    import zmtp
-
     payload = os.urandom(p["size"])
-    hwm = p["hwm"]
-    async with (
-        zmtp.Socket(zmtp.PULL, recv_hwm=hwm, send_hwm=hwm) as pull,
-        zmtp.Socket(zmtp.PUSH, send_hwm=hwm, recv_hwm=hwm) as push,
-    ):
+    async with zmtp_socket("PULL", p["hwm"]) as pull, zmtp_socket("PUSH", p["hwm"]) as push:
         endpoint = await pull.bind(f"inproc://bench-{os.getpid()}")
         await push.connect(endpoint)
         ctrl.send(("ready", endpoint))
-        while True:
-            cmd = await control_recv_async(ctrl)
-            if cmd[0] != "run":
-                break
-            r = cmd[1]
+
+        async def run(r: Params) -> Params:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_send_n_async, push.send, payload, r["warmup"] + r["count"])
                 result = await _timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
-            ctrl.send(("result", result))
+            return result
+
+        await serve_rounds_async(ctrl, run)
 
 
 # =========================================================================== registry
@@ -395,11 +271,11 @@ class Impl:
     does both in one process)."""
 
     name: str
-    receiver: Callable[[Any, Params], None] | None
-    sender: Callable[[Any, Params], None] | None
+    receiver: RoleFunc | None
+    sender: RoleFunc | None
     requires: tuple[str, ...]
     params: dict[str, Any] = field(default_factory=dict)
-    single: Callable[[Any, Params], None] | None = None
+    single: RoleFunc | None = None
 
 
 TCP_IMPLS: dict[str, Impl] = {
@@ -490,55 +366,38 @@ def _run_round(
 
 
 def measure(
-    impl: Impl, section: str, size: int, args: argparse.Namespace, profile_dir: Path | None
-) -> ConfigResult:
-    res = ConfigResult(section, impl.name, size)
+    impl: Impl, section: str, size: int, args: argparse.Namespace, res: ConfigResult
+) -> None:
+    """Calibrate, then run ``args.repeat`` timed rounds into ``res`` (left empty on failure)."""
+    res.loadavg = os.getloadavg()[0]
     base = {"size": size, "hwm": args.hwm, **impl.params}
     round_timeout = max(args.timeout, 20 * args.duration)
+    calibration: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
 
-    def profiled(role: str, params: dict[str, Any]) -> dict[str, Any]:
-        if profile_dir is not None and role in args.profile_roles:
-            path = profile_dir / f"{section}-{impl.name}-{size}-{role}.prof"
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()  # never report a stale profile from an earlier run
-            args.profile_files.append(path)
-            return {**params, "profile_path": str(path)}
-        return params
+    def role(label: str, func: RoleFunc, name: str) -> Role:
+        return Role(label, func, base, name, f"{section}-{impl.name}-{size}-{name}.prof")
 
     with WorkerGroup(timeout=args.timeout) as group:
         if impl.single is not None:
-            timer = group.start(
-                f"{impl.name}",
-                profiled_role,
-                {**profiled("receiver", base), "role": impl.single},
-                cpu=pin_cpu(args.pin, 0),
-            )
-            group.expect(timer, "ready")
+            timer, _ = start_peers(group, args, role(impl.name, impl.single, "receiver"))
             workers = [timer]
         else:
             assert impl.receiver is not None and impl.sender is not None
-            timer = group.start(
-                f"{impl.name}/receiver",
-                profiled_role,
-                {**profiled("receiver", base), "role": impl.receiver},
-                cpu=pin_cpu(args.pin, 0),
+            timer, senders = start_peers(
+                group,
+                args,
+                role(f"{impl.name}/receiver", impl.receiver, "receiver"),
+                [role(f"{impl.name}/sender", impl.sender, "sender")],
             )
-            _, endpoint = group.expect(timer, "ready")
-            sender = group.start(
-                f"{impl.name}/sender",
-                profiled_role,
-                {**profiled("sender", base), "role": impl.sender, "endpoint": endpoint},
-                cpu=pin_cpu(args.pin, 1),
-            )
-            group.expect(sender, "ready")
-            workers = [timer, sender]
+            workers = [timer, *senders]
 
         # Calibration: grow a pilot round until it lasts >= 20 % of the target duration.
         target = max(0.05, 0.2 * args.duration)
         count = max(200, min(2000, (16 << 20) // size))
         for _ in range(8):
             pilot = _run_round(group, workers, timer, max(50, count // 5), count, round_timeout)
-            res.calibration.append(pilot)
+            calibration.append(pilot)
             if pilot["elapsed"] >= target:
                 break
             count = int(count * min(50.0, max(2.0, 1.5 * target / max(pilot["elapsed"], 1e-6))))
@@ -547,13 +406,13 @@ def measure(
         warmup = max(100, int(count * args.warmup))
         for i in range(args.repeat):
             run = _run_round(group, workers, timer, warmup, count, round_timeout)
-            res.runs.append(run)
+            runs.append(run)
             log(
                 f"    run {i + 1}/{args.repeat}: {fmt_rate(run['msgs_per_s'])}msgs/s "
                 f"({run['count']:,} msgs in {run['elapsed']:.2f} s)",
                 args.quiet,
             )
-    return res
+    res.calibration, res.runs = calibration, runs
 
 
 # =========================================================================== output
@@ -642,10 +501,8 @@ def raw_table(raw: list[ConfigResult], tcp: list[ConfigResult], stat: str) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Implementations: " + ", ".join(TCP_IMPLS) + ". See benchmarks/README.md.",
+    ap = BenchParser(
+        __doc__, "Implementations: " + ", ".join(TCP_IMPLS) + ". See benchmarks/README.md."
     )
     ap.add_argument(
         "--impl",
@@ -700,45 +557,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-tcp", action="store_true", help="skip the tcp PUSH/PULL table")
     ap.add_argument("--quick", action="store_true", help="smoke test: --duration 0.25 --repeat 1")
-    ap.add_argument("--json", metavar="PATH", help="also write results as JSON")
-    ap.add_argument(
-        "--profile",
-        choices=("receiver", "sender", "both"),
-        help="run that role under cProfile (distorts rates!) and print hot spots",
+    ap.add_harness_options(
+        ("receiver", "sender"), "run that role under cProfile (distorts rates!) and print hot spots"
     )
-    ap.add_argument(
-        "--profile-dir", default=None, help="where .prof files go (default: a temp directory)"
-    )
-    ap.add_argument("--profile-top", type=int, default=15, help="rows per profile (by tottime)")
-    ap.add_argument("--pin", choices=PIN_CHOICES, default="none", help=PIN_HELP)
-    ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed config")
-    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    args = ap.parse_args(argv)
+    args = ap.parse_bench_args(argv)
 
     if args.quick:
         args.duration, args.repeat = 0.25, 1
     if args.repeat < 1 or args.duration <= 0:
         ap.error("--repeat must be >= 1 and --duration > 0")
-    pin_error = check_pin(args.pin)
-    if pin_error:
-        ap.error(pin_error)
-    try:
-        sizes = parse_sizes(args.sizes)
-        inproc_size = parse_sizes(args.inproc_size)[0]
-        raw_chunks = parse_sizes(args.raw_chunk)
-    except ValueError as exc:
-        ap.error(str(exc))
-    names = [n.strip() for n in args.impl.split(",") if n.strip()]
-    unknown = [n for n in names if n not in TCP_IMPLS]
-    if unknown:
-        ap.error(f"unknown implementation(s) {unknown}; choose from {list(TCP_IMPLS)}")
-    args.profile_roles = (
-        ()
-        if args.profile is None
-        else ("receiver", "sender")
-        if args.profile == "both"
-        else (args.profile,)
-    )
+    sizes = ap.sizes(args.sizes)
+    inproc_size = ap.sizes(args.inproc_size)[0]
+    raw_chunks = ap.sizes(args.raw_chunk)
+    names = ap.names(args.impl, TCP_IMPLS, "implementation")
 
     plan: list[tuple[str, Impl, int]] = []
     if not args.no_tcp:
@@ -750,40 +581,22 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("nothing to run")
     require({impl.name: impl.requires for _, impl, _ in plan})
 
-    profile_dir: Path | None = None
-    if args.profile:
-        import tempfile
-
-        profile_dir = Path(args.profile_dir or tempfile.mkdtemp(prefix="zmtp-bench-prof-"))
-        if profile_dir.exists() and not profile_dir.is_dir():
-            ap.error(f"--profile-dir {profile_dir} exists and is not a directory")
-        profile_dir.mkdir(parents=True, exist_ok=True)
-    args.profile_files = []
-
-    env = environment()
-    log(
-        f"python {env['python']} on {env['platform']}, {env['cpu_count']} CPUs, "
-        f"load {env['loadavg']}; {env['versions']}",
-        args.quiet,
+    session = Session(args)
+    configs = [ConfigResult(section, impl.name, size) for section, impl, size in plan]
+    session.run(
+        [
+            (
+                f"{section} {impl.name} {size_label(size)}",
+                res,
+                partial(measure, impl, section, size, args, res),
+            )
+            for (section, impl, size), res in zip(plan, configs, strict=True)
+        ]
     )
-    results: dict[str, list[ConfigResult]] = {"tcp": [], "inproc": [], "raw_tcp": []}
-    started = time.monotonic()
-    interrupted = False
-    try:
-        for i, (section, impl, size) in enumerate(plan, 1):
-            log(f"[{i}/{len(plan)}] {section} {impl.name} {size_label(size)}", args.quiet)
-            try:
-                res = measure(impl, section, size, args, profile_dir)
-            except BenchError as exc:
-                res = ConfigResult(section, impl.name, size, error=str(exc))
-                log(f"    FAILED: {exc}", False)
-                if args.fail_fast:
-                    results[section].append(res)
-                    break
-            results[section].append(res)
-    except KeyboardInterrupt:
-        interrupted = True
-        log("interrupted: printing what was measured", False)
+    results = {
+        section: [r for r in configs if r.section == section and (r.runs or r.error)]
+        for section in ("tcp", "inproc", "raw_tcp")
+    }
 
     stat = args.stat
     tables: dict[str, str] = {}
@@ -810,41 +623,33 @@ def main(argv: list[str] | None = None) -> int:
         )
         tables["raw_tcp"] = raw_table(results["raw_tcp"], results["tcp"], stat)
         print(tables["raw_tcp"])
-    failed = [r for sec in results.values() for r in sec if r.error]
-    for r in failed:
-        print(f"\nFAILED {r.section} {r.impl} {size_label(r.size)}:\n{r.error}")
-    print(f"\n(total {time.monotonic() - started:.0f} s)")
-
-    if profile_dir is not None:
-        print_profiles(args.profile_files, profile_dir, args.profile_top)
-    if args.json:
-        payload = {
-            "benchmark": "throughput",
-            "stat": stat,
-            "settings": {
-                "sizes": sizes,
-                "duration": args.duration,
-                "repeat": args.repeat,
-                "warmup_fraction": args.warmup,
-                "hwm": args.hwm,
-                "inproc_size": inproc_size,
-                "raw_chunks": raw_chunks,
-                "raw_read_size": RAW_READ_SIZE,
-                "impls": names,
-                "quick": args.quick,
-                "profiled": args.profile,
-                "pin": args.pin,
-            },
-            "environment": env,
-            "references": list(REFERENCES),
-            "inproc_target_msgs_per_s": INPROC_TARGET,
-            "results": {k: [r.to_json(stat) for r in v] for k, v in results.items()},
-            "tables": tables,
-            "interrupted": interrupted,
-        }
-        write_json(args.json, payload)
-        log(f"wrote {args.json}", args.quiet)
-    return 130 if interrupted else 1 if failed else 0
+    return session.finish(
+        [
+            (f"{r.section} {r.impl} {size_label(r.size)}", r.error)
+            for sec in results.values()
+            for r in sec
+            if r.error
+        ],
+        "throughput",
+        {
+            "sizes": sizes,
+            "duration": args.duration,
+            "repeat": args.repeat,
+            "warmup_fraction": args.warmup,
+            "hwm": args.hwm,
+            "inproc_size": inproc_size,
+            "raw_chunks": raw_chunks,
+            "raw_read_size": RAW_READ_SIZE,
+            "impls": names,
+            "quick": args.quick,
+            "profiled": args.profile,
+            "pin": args.pin,
+        },
+        tables,
+        references=list(REFERENCES),
+        inproc_target_msgs_per_s=INPROC_TARGET,
+        results={k: [r.to_json(stat) for r in v] for k, v in results.items()},
+    )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@
 Each accepted client gets its own upstream connection; two pump tasks copy bytes in each
 direction. ``cut()`` closes both ends of every live connection at once (the peers see the
 connection drop mid-stream); the proxy keeps accepting, so a reconnecting client gets through
-again. ``accepted`` counts connections ever accepted.
+again. ``accepted`` counts connections put through to the target.
+
+``hold()`` makes clients accepted from then on wait (connected to the proxy, but nothing
+forwarded and no connection to the target yet) until ``release()``: a test decides when a
+reconnection reaches the other side.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class FaultProxy:
         self._live: set[anyio.CancelScope] = set()
         self._tg: TaskGroup | None = None
         self._changed = anyio.Event()
+        self._admit: anyio.Event | None = None  #: set while new clients are held
 
     async def __aenter__(self) -> FaultProxy:
         multi = await anyio.create_tcp_listener(local_host="127.0.0.1")
@@ -57,12 +62,23 @@ class FaultProxy:
         for scope in list(self._live):
             scope.cancel()
 
+    def hold(self) -> None:
+        """Keep clients accepted from now on waiting, not yet connected to the target."""
+        if self._admit is None:
+            self._admit = anyio.Event()
+
+    def release(self) -> None:
+        """Put the held clients (and later ones) through to the target."""
+        if self._admit is not None:
+            self._admit.set()
+            self._admit = None
+
     @property
     def live(self) -> int:
         return len(self._live)
 
     async def wait_for_connections(self, accepted: int) -> None:
-        """Wait until ``accepted`` connections have been accepted in total."""
+        """Wait until ``accepted`` connections have been put through in total."""
         while self.accepted < accepted:
             await self._changed.wait()
 
@@ -82,6 +98,9 @@ class FaultProxy:
             self._live.add(scope)
             try:
                 async with client:
+                    admit = self._admit
+                    if admit is not None:
+                        await admit.wait()
                     try:
                         upstream = await anyio.connect_tcp(self.target_host, self.target_port)
                     except OSError:
