@@ -17,6 +17,7 @@ from .queue import Message, MessageQueue
 
 if TYPE_CHECKING:
     from ..protocol.properties import Properties
+    from .stream import StreamConnection
 
 
 class PipeClosed(Exception):
@@ -40,6 +41,7 @@ class Pipe:
         "routing_id",
         "send",
         "state",
+        "stream",
     )
 
     def __init__(
@@ -58,6 +60,9 @@ class Pipe:
         #: A writer took messages from the outbox and is still writing them (linger waits).
         self.flushing = False
         self._command_sink: Callable[[bytes, bytes], None] | None = None
+        #: The live tcp/ipc connection behind this pipe (None: down, or inproc); the socket's
+        #: recv may borrow its read side (lent reads, see zmtp/engine/stream.py).
+        self.stream: StreamConnection | None = None
         #: Queue a message (wire parts) for this peer; the caller checked ``outbox.full``.
         #: For tcp/ipc this is ``outbox.put`` (the connection's writer drains it); for inproc it
         #: hands the message straight to the peer socket's receive path.

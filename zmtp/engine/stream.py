@@ -27,6 +27,25 @@ the writer's batching untouched. No await is involved, so a cancelled ``send`` c
 interrupt it. Not used with an extension (its hooks run in the writer) nor once the
 connection is ending.
 
+Lent reads (latency, the mirror of the eager write): a message that the reader task delivers
+reaches the application one more loop pass later (the reader's wake-up, then the
+application's). So when the socket's ``recv`` finds nothing and this connection is its only
+peer, it reads the socket itself while the reader is parked (``lent_read`` / ``process_lent``,
+the same processing as the reader's). The lease is taken only while the reader is not inside
+``receive`` (two tasks cannot wait on one stream), which is the case when an application that
+just received answers and asks again without yielding (the ping-pong of REQ/REP, DEALER/ROUTER,
+PAIR): after a delivery to a waiting receiver, the reader yields until the application has
+taken its message (one yield on asyncio, up to two on trio whose ready tasks run in random
+order), so that it can come back to a free read side. The reader parks while the lease is
+held and is woken when it is returned, so a connection whose application stops receiving is
+read as before (PINGs answered, disconnects noticed, the inbox filled to ``recv_hwm``). A
+lent read is cancel-safe (a cancelled receive consumes nothing: timeouts and cancels come from
+the caller's scopes). It has no cancel scope of its own, which would cost more than the loop
+pass it saves (measured on trio: a lent read inside a scope was slower than no lent read): a
+close or the connection ending closes the stream, which ends the read, and a message from
+another peer of the socket *kicks* it (``kick``: a PING to the lender's peer, whose PONG ends
+the read; peers without PING, ZMTP 3.0, are never lent).
+
 On asyncio the reader also yields once after delivering messages from a drained socket, so that
 the woken application answers before the reader re-arms the socket (see ``_fifo_scheduler``).
 """
@@ -47,6 +66,7 @@ from anyio.lowlevel import checkpoint
 
 from ..auth.policy import authenticate, zap_address
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
+from ..protocol import commands
 from ..protocol.connection import Connection
 from ..protocol.events import (
     AuthenticationRequested,
@@ -125,6 +145,15 @@ class StreamConnection:
         #: A post-handshake write was cancelled part-way: the stream may end inside a frame,
         #: so _shutdown must not write anything after it.
         self._write_torn = False
+        #: Lent reads (see the module docstring): whether the connection may lend its read
+        #: side (handshaken, not ending), whether the reader task is inside ``receive``,
+        #: whether the application holds the read side, and the parked reader's wakeup.
+        self._read_size = opts.read_size
+        self._lend_ok = False
+        self._reader_receiving = False
+        self._lent = False
+        self._kicked = False
+        self._lease_wakeup: anyio.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -150,6 +179,7 @@ class StreamConnection:
 
     def _end(self, reason: str, kind: str) -> None:
         self._raw = None  # no eager write from now on
+        self._lend_ok = False  # nor lent read (one in progress ends when _shutdown closes us)
         if not self.end_reason:
             self.end_reason, self.end_kind = reason, kind
         if self._scope is not None:
@@ -157,6 +187,9 @@ class StreamConnection:
 
     async def _shutdown(self) -> None:
         self._raw = None  # also when torn down by an outer cancellation, without _end
+        self._lend_ok = False
+        if self.pipe is not None and self.pipe.stream is self:
+            self.pipe.stream = None
         # Flush what the protocol still wants to say (an ERROR for a refused peer), briefly;
         # an eager write's unwritten tail first (it may end a frame begun on the wire).
         backlog, self._backlog = self._backlog, b""
@@ -184,38 +217,115 @@ class StreamConnection:
     # ------------------------------------------------------------------ reading
 
     async def _read_loop(self) -> None:
-        conn = self.conn
         receive = self.stream.receive
-        read_size = self.socket.options.read_size
-        current_time = anyio.current_time
-        # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yield.
-        answer_first = _fifo_scheduler() and self.socket._strategy.can_send
+        socket = self.socket
+        read_size = socket.options.read_size
+        # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yields.
+        can_answer = socket._strategy.can_send
+        fifo = _fifo_scheduler()
         while True:
+            if self._lent:
+                await self._wait_lease_returned()
+                continue
+            pipe = self.pipe
+            if pipe is not None and pipe.inbox.full:
+                await self._wait_inbox_space(pipe)
+                continue
+            self._reader_receiving = True
             try:
                 data = await receive(read_size)
             except _STREAM_ERRORS as exc:
                 self._end(_describe_io_error(exc), "io")
                 return
-            events = conn.receive_data(data, current_time())
-            if events and self._handle_events(events):
+            finally:
+                self._reader_receiving = False
+            receiver_waiting = socket._recv_wakeup is not None
+            delivered = self._process_input(data)
+            if delivered is None:
                 return
-            if conn.has_output:
-                self._wake_writer()
             if self._auth_request is not None and await self._authenticate():
                 return
-            timer = self._timer_scope
-            if timer is not None:
-                deadline = conn.next_deadline()
-                if deadline is not None and deadline < timer.deadline:
-                    timer.deadline = deadline
-            pipe = self.pipe
-            if pipe is not None and pipe.inbox.full:
-                await self._wait_inbox_space(pipe)
-            elif answer_first and events and len(data) < read_size:
-                # The socket is drained and the application was just woken: let it run (and
-                # answer, with an eager write) before we re-arm the socket for reading, which
-                # on asyncio is a few us of selector work (see _fifo_scheduler).
+            if not (delivered and can_answer and len(data) < read_size):
+                continue
+            # The socket is drained and the application may just have been woken: let it run
+            # before we re-arm the socket. On asyncio (FIFO) one yield is enough for it to
+            # answer with an eager write ahead of our next receive, which costs a few us of
+            # selector work (see _fifo_scheduler). And an application that comes back to recv
+            # then finds our read side free and borrows it (lent reads): on trio, which runs
+            # ready tasks in random order, yield until it has taken the message (two yields
+            # at most: it runs in the batch after our first one).
+            if fifo:
                 await checkpoint()
+            elif receiver_waiting and pipe is not None:
+                await checkpoint()
+                if pipe.inbox.items:
+                    await checkpoint()
+
+    def _process_input(self, data: bytes) -> bool | None:
+        """Feed one read to the protocol and apply what it says, from whichever task read it
+        (the reader, or the application's recv during a lent read). Returns whether anything
+        was delivered, or None if the connection must end."""
+        conn = self.conn
+        events = conn.receive_data(data, anyio.current_time())
+        if events and self._handle_events(events):
+            return None
+        if conn.has_output:
+            self._wake_writer()
+        timer = self._timer_scope
+        if timer is not None:
+            deadline = conn.next_deadline()
+            if deadline is not None and deadline < timer.deadline:
+                timer.deadline = deadline
+        return bool(events)
+
+    # ------------------------------------------------------------------ lent reads
+
+    @property
+    def lendable(self) -> bool:
+        """Whether the application's recv may read this connection itself right now: it is
+        handshaken and not ending, no read of ours is pending, and none is lent already."""
+        return self._lend_ok and not self._reader_receiving and not self._lent
+
+    async def lent_read(self) -> bytes | None:
+        """One read by the application's recv task (see the module docstring). Returns the
+        bytes for :meth:`process_lent`, or None if the connection ended. Cancel-safe: a
+        cancelled receive consumes nothing, and the lease goes back to the reader either way.
+        """
+        self._lent = True
+        try:
+            return await self.stream.receive(self._read_size)
+        except _STREAM_ERRORS as exc:
+            self._lent = False  # (so that _end does not interrupt this very read)
+            self._end(_describe_io_error(exc), "io")
+            return None
+        finally:
+            self._lent = self._kicked = False
+            wakeup = self._lease_wakeup
+            if wakeup is not None:
+                self._lease_wakeup = None
+                wakeup.set()
+
+    def process_lent(self, data: bytes) -> None:
+        """Apply a lent read's bytes (delivers messages to the pipe like the reader does)."""
+        if self._process_input(data) is not None and self._auth_request is not None:
+            # Cannot happen after the handshake (authentication is part of it); guard anyway.
+            self._end("authentication requested after the handshake", "protocol")
+
+    def kick(self) -> None:
+        """End a lent read that is waiting for this peer because a message is ready
+        elsewhere (another peer of the socket). Cancelling the application's read would need
+        a cancel scope around every lent read, which costs more than the loop pass lent reads
+        save; this is rare, so instead we ask the peer for a PONG: every ZMTP 3.1 peer answers
+        a PING at once (libzmq in its I/O thread), its bytes end the read, and the PONG is
+        dropped. Peers speaking ZMTP 3.0, which has no PING, are never lent."""
+        if self._lent and not self._kicked and self._lend_ok:
+            self._kicked = True
+            self._send_command(commands.PING, b"\x00\x00")  # TTL 0, no context
+
+    async def _wait_lease_returned(self) -> None:
+        while self._lent:
+            self._lease_wakeup = anyio.Event()
+            await self._lease_wakeup.wait()
 
     async def _wait_inbox_space(self, pipe: Pipe) -> None:
         """Back-pressure: stop reading while the application has recv_hwm messages waiting."""
@@ -296,6 +406,9 @@ class StreamConnection:
             socket._pipe_refused(pipe)
             return reason
         self.handshaken = True
+        pipe.stream = self
+        # Lent reads need a peer that answers PING (ZMTP 3.1): see kick().
+        self._lend_ok = self.conn.zmtp_minor >= 1
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
         if socket.extension is None and socket._strategy.can_send:

@@ -1,0 +1,327 @@
+"""Lent reads: a socket's ``recv`` reads its only tcp/ipc peer itself while that connection's
+reader task is parked (zmtp/engine/stream.py). These tests pin what must not change because of
+it: every other source of a message, a close, a timeout or a cancel still ends the wait; nothing
+is lost; the reader takes over again when the application stops receiving (PINGs answered,
+disconnects noticed). On asyncio and trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+import zmtp
+from tests._sockets_util import (
+    TIMEOUT,
+    RawPeer,
+    bindable,
+    command,
+    linked,
+    raw_server,
+    recv_within,
+    wait_event,
+    zmq_module,
+    zrecv,
+    zsend,
+    zsocket,
+)
+from zmtp.engine.stream import StreamConnection
+
+pytestmark = pytest.mark.anyio
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Yield to the event loop until ``condition`` holds (bounded by TIMEOUT)."""
+    with anyio.fail_after(TIMEOUT):
+        while not condition():
+            await anyio.sleep(0.001)
+
+
+def in_lent_read(sock: zmtp.Socket) -> bool:
+    return sock._lent_conn is not None
+
+
+@pytest.fixture
+def lent_reads(monkeypatch: pytest.MonkeyPatch) -> list[StreamConnection]:
+    """Records every lent read (the connection it borrowed)."""
+    seen: list[StreamConnection] = []
+    original = StreamConnection.lent_read
+
+    async def counted(self: StreamConnection) -> bytes | None:
+        seen.append(self)
+        return await original(self)
+
+    monkeypatch.setattr(StreamConnection, "lent_read", counted)
+    return seen
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+async def test_request_reply_reads_are_lent_to_the_application(
+    transport: str, lent_reads: list[StreamConnection]
+) -> None:
+    rounds = 50
+    async with (
+        linked(zmtp.REP, zmtp.REQ, transport) as (rep, req),
+        anyio.create_task_group() as tg,
+    ):
+
+        async def serve() -> None:
+            for _ in range(rounds):
+                await rep.send(await rep.recv())
+
+        tg.start_soon(serve)
+        with anyio.fail_after(TIMEOUT):
+            for i in range(rounds):
+                await req.send(b"%d" % i)
+                assert await req.recv() == b"%d" % i
+    # After the first exchange each side's reader stays parked and both recv calls read the
+    # socket themselves; allow a few deliveries by the reader at the start.
+    assert len(lent_reads) >= rounds, len(lent_reads)
+
+
+async def steady_recv(sock: zmtp.Socket, rounds: int = 5) -> list[bytes]:
+    """Echo ``rounds`` messages, then receive one more. Answering and asking again without
+    yielding in between is what leaves the reader parked, so that last recv is a lent read."""
+    for _ in range(rounds):
+        await sock.send_multipart(await recv_within(sock))
+    return await recv_within(sock)
+
+
+async def drive(peer: zmtp.Socket, receiver: zmtp.Socket, rounds: int = 5) -> None:
+    """The other side of :func:`steady_recv`; returns once ``receiver`` is in a lent read."""
+    for i in range(rounds):
+        await peer.send(b"%d" % i)
+        assert (await recv_within(peer))[-1] == b"%d" % i
+    await until(lambda: in_lent_read(receiver))
+
+
+async def test_a_second_peer_interrupts_a_lent_read() -> None:
+    async with linked(zmtp.ROUTER, zmtp.DEALER) as (router, first):
+        got: list[list[bytes]] = []
+
+        async def receive() -> None:
+            got.append(await steady_recv(router))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            await drive(first, router)
+            async with zmtp.Socket(zmtp.DEALER, linger=0, identity=b"second") as second:
+                await second.connect(router.last_endpoint)
+                await second.send(b"from the second peer")
+                await until(lambda: bool(got))
+        assert got == [[b"second", b"from the second peer"]]
+        await first.send(b"still fine")
+        assert (await recv_within(router))[1:] == [b"still fine"]
+
+
+async def test_close_interrupts_a_lent_read() -> None:
+    async with linked(zmtp.PAIR, zmtp.PAIR) as (bound, connecting):
+        outcome: list[BaseException] = []
+
+        async def receive() -> None:
+            try:
+                await steady_recv(connecting)
+            except zmtp.SocketClosed as exc:
+                outcome.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            await drive(bound, connecting)
+            with anyio.fail_after(TIMEOUT):
+                await connecting.close()
+        assert len(outcome) == 1
+
+
+@pytest.mark.parametrize("how", ["recv_timeout", "cancel"])
+async def test_an_abandoned_lent_read_loses_nothing(how: str) -> None:
+    async with linked(zmtp.PAIR, zmtp.PAIR) as (bound, connecting):
+        async with anyio.create_task_group() as tg:
+
+            async def receive() -> None:
+                for _ in range(5):
+                    await connecting.send_multipart(await recv_within(connecting))
+                if how == "recv_timeout":
+                    connecting.options.recv_timeout = 0.05
+                    with pytest.raises(TimeoutError):
+                        await connecting.recv()
+                    connecting.options.recv_timeout = None
+                else:
+                    with anyio.move_on_after(0.05) as scope:
+                        await connecting.recv()
+                    assert scope.cancelled_caught
+
+            tg.start_soon(receive)
+            await drive(bound, connecting)
+        assert not in_lent_read(connecting)
+        for i in range(3):
+            await bound.send(b"%d" % i)
+        with anyio.fail_after(TIMEOUT):
+            assert [await connecting.recv() for _ in range(3)] == [b"0", b"1", b"2"]
+
+
+async def test_two_receivers_on_one_socket_each_get_a_message() -> None:
+    async with linked(zmtp.PAIR, zmtp.PAIR) as (bound, connecting):
+        got: list[bytes] = []
+
+        async def steady() -> None:
+            got.append((await steady_recv(connecting))[0])
+
+        async def plain() -> None:
+            got.append((await recv_within(connecting))[0])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(steady)
+            await drive(bound, connecting)
+            tg.start_soon(plain)
+            await anyio.lowlevel.checkpoint()
+            await bound.send(b"a")
+            await bound.send(b"b")
+        assert sorted(got) == [b"a", b"b"]
+
+
+async def raw_steady_recv(peer: Any, sock: zmtp.Socket, rounds: int = 5) -> None:
+    """As :func:`drive` + :func:`steady_recv` with a hand-written peer: ``sock`` answers
+    ``rounds`` messages in a background task and then waits in a lent read."""
+    for i in range(rounds):
+        await peer.send(b"\x00\x01" + b"%d" % i)  # one frame: flags, size, body
+        assert await peer.read_message() == [b"%d" % i]
+    await until(lambda: in_lent_read(sock))
+
+
+async def test_the_reader_answers_pings_once_the_application_stops_receiving() -> None:
+    async with raw_server() as server, zmtp.Socket(zmtp.PAIR, linger=0) as sock:
+        await sock.connect(server.endpoint)
+        peer = await server.accept()
+        await peer.handshake("PAIR")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(steady_recv, sock)
+            await raw_steady_recv(peer, sock)
+            await peer.send(b"\x00\x04last")  # ends steady_recv: nobody calls recv any more
+        # Only the connection's own reader can see this PING now.
+        await peer.send(command(b"PING", b"\x00\x00ctx"))
+        assert await peer.read_command() == (b"PONG", b"ctx")
+        await peer.send(b"\x00\x05later")
+        assert await recv_within(sock) == [b"later"]
+
+
+async def test_a_peer_that_leaves_during_a_lent_read_is_noticed() -> None:
+    async with (
+        raw_server() as server,
+        zmtp.Socket(zmtp.PAIR, linger=0, reconnect_ivl=0.01) as sock,
+        sock.monitor() as monitor,
+    ):
+        await sock.connect(server.endpoint)
+        peer = await server.accept()
+        await peer.handshake("PAIR")
+        await wait_event(monitor, zmtp.HandshakeSucceeded)
+        got: list[list[bytes]] = []
+
+        async def receive() -> None:
+            got.append(await steady_recv(sock))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            await raw_steady_recv(peer, sock)
+            await peer.aclose()
+            await wait_event(monitor, zmtp.Disconnected)
+            # The recv keeps waiting (PAIR reconnects); the next connection delivers to it.
+            peer = await server.accept()
+            await peer.handshake("PAIR")
+            await peer.send(b"\x00\x05again")
+        assert got == [[b"again"]]
+        await peer.aclose()
+
+
+async def test_a_socket_with_several_peers_does_not_lend(
+    lent_reads: list[StreamConnection],
+) -> None:
+    async with zmtp.Socket(zmtp.PULL, linger=0) as pull:
+        endpoint = await pull.bind(bindable("tcp"))
+        async with (
+            zmtp.Socket(zmtp.PUSH, linger=0) as one,
+            zmtp.Socket(zmtp.PUSH, linger=0) as two,
+        ):
+            await one.connect(endpoint)
+            await two.connect(endpoint)
+            await until(lambda: len(pull.peers) == 2)
+            for i in range(10):
+                await (one if i % 2 else two).send(b"%d" % i)
+            with anyio.fail_after(TIMEOUT):
+                got = sorted([await pull.recv() for _ in range(10)])
+        assert got == sorted(b"%d" % i for i in range(10))
+        assert lent_reads == []
+
+
+async def test_a_message_from_another_peer_kicks_the_lent_read_with_a_ping() -> None:
+    """The lender's peer is asked for a PONG; its answer ends the read, and the other peer's
+    message is delivered."""
+    async with zmtp.Socket(zmtp.ROUTER, linger=0) as router:
+        endpoint = await router.bind(bindable("tcp"))
+        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+        got: list[list[bytes]] = []
+
+        async def serve() -> None:
+            got.append(await steady_recv(router))
+
+        peer = RawPeer(await anyio.connect_tcp(host, int(port)))
+        try:
+            await peer.handshake("DEALER", extra={"Identity": b"raw"})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(serve)
+                await raw_steady_recv(peer, router)
+                async with zmtp.Socket(zmtp.DEALER, linger=0, identity=b"other") as other:
+                    await other.connect(endpoint)
+                    await other.send(b"hello")
+                    assert await peer.read_command() == (b"PING", b"\x00\x00")
+                    assert not got  # still waiting on the raw peer...
+                    await peer.send(command(b"PONG"))  # ...until it answers
+                    await until(lambda: bool(got))
+            assert got == [[b"other", b"hello"]]
+        finally:
+            await peer.aclose()
+
+
+async def test_a_zmtp_3_0_peer_is_never_lent(lent_reads: list[StreamConnection]) -> None:
+    """ZMTP 3.0 has no PING, so a lent read could not be kicked: such peers are not lent."""
+    async with raw_server() as server, zmtp.Socket(zmtp.PAIR, linger=0) as sock:
+        await sock.connect(server.endpoint)
+        peer = await server.accept()
+        await peer.handshake("PAIR", minor=0)
+        for i in range(10):
+            await peer.send(b"\x00\x01" + b"%d" % i)
+            assert await recv_within(sock) == [b"%d" % i]
+            await sock.send(b"ack")
+            assert await peer.read_message() == [b"ack"]
+        assert lent_reads == []
+
+
+async def test_libzmq_answers_the_kick(lent_reads: list[StreamConnection]) -> None:
+    """Live: our ROUTER lent to a libzmq DEALER; a second libzmq DEALER's message gets
+    through because libzmq's I/O thread answers the kick's PING."""
+    zmq = zmq_module()
+    async with zmtp.Socket(zmtp.ROUTER, linger=0) as router:
+        endpoint = await router.bind(bindable("tcp"))
+        with (
+            zsocket(zmq.DEALER, identity=b"first") as first,
+            zsocket(zmq.DEALER, identity=b"second") as second,
+        ):
+            first.connect(endpoint)
+            got: list[list[bytes]] = []
+
+            async def serve() -> None:
+                got.append(await steady_recv(router))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(serve)
+                for i in range(5):
+                    await zsend(first, [b"%d" % i])
+                    assert await zrecv(first) == [b"%d" % i]
+                await until(lambda: in_lent_read(router))
+                second.connect(endpoint)
+                await zsend(second, [b"hello"])
+                await until(lambda: bool(got))
+            assert got == [[b"second", b"hello"]]
+    assert lent_reads  # the steady state was reached, so the kick was what ended the read
