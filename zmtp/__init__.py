@@ -35,6 +35,7 @@ from .monitor import (
     ConnectDelayed,
     Connected,
     ConnectRetried,
+    DatagramDropped,
     Disconnected,
     HandshakeFailed,
     HandshakeSucceeded,
@@ -44,7 +45,7 @@ from .monitor import (
     MonitorStopped,
     PeerInfo,
 )
-from .options import Options
+from .options import NOTIFY_CONNECT, NOTIFY_DISCONNECT, Options
 from .protocol.sockettypes import SocketType
 from .socket import Socket
 
@@ -76,6 +77,8 @@ __all__ = [
     "DEALER",
     "DISH",
     "GATHER",
+    "NOTIFY_CONNECT",
+    "NOTIFY_DISCONNECT",
     "PAIR",
     "PEER",
     "PUB",
@@ -99,6 +102,7 @@ __all__ = [
     "ConnectDelayed",
     "ConnectRetried",
     "Connected",
+    "DatagramDropped",
     "Disconnected",
     "HandshakeFailed",
     "HandshakeSucceeded",

@@ -101,6 +101,17 @@ class Closed(MonitorEvent):
 
 
 @dataclass(frozen=True)
+class DatagramDropped(MonitorEvent):
+    """udp:// only: one datagram was dropped, and why. Received: malformed (empty, or a group
+    length past its end) or over the 8192-byte limit, from ``peer_address``. Sent: a message too
+    large for one datagram, or one the OS refused, for ``peer_address``. libzmq drops (or
+    mangles) these silently; UDP's own losses (full buffers, the network) are not seen here."""
+
+    reason: str
+    peer_address: str = ""
+
+
+@dataclass(frozen=True)
 class MonitorStopped(MonitorEvent):
     """The socket closed; always the last event. ``endpoint`` is empty."""
 

@@ -16,6 +16,11 @@ from .crypto import curve_public, decode_key
 #: A CURVE key as a user may give it: 40-character Z85 (str or bytes) or 32 raw bytes.
 CurveKey = str | bytes
 
+#: ``ZMQ_NOTIFY_CONNECT``: a ``router_notify`` flag, ``[routing_id, b""]`` when a peer connects.
+NOTIFY_CONNECT = 1
+#: ``ZMQ_NOTIFY_DISCONNECT``: a ``router_notify`` flag, ``[routing_id, b""]`` when it goes.
+NOTIFY_DISCONNECT = 2
+
 
 @dataclass
 class Options:
@@ -57,6 +62,12 @@ class Options:
     backlog: int = 100
     #: Bytes requested per read from a stream transport.
     read_size: int = 256 * 1024
+    #: ``ZMQ_MULTICAST_HOPS``: TTL (IPv6: hop limit) of the multicast datagrams a RADIO sends
+    #: over udp:// (1-255; 1 keeps them on the local network).
+    multicast_hops: int = 1
+    #: ``ZMQ_MULTICAST_LOOP``: a RADIO's udp:// multicast datagrams also reach DISHes on this
+    #: host.
+    multicast_loop: bool = True
 
     # --- socket-type options (docs/socket-types.md); ignored by the other types ---
     #: ``ZMQ_REQ_RELAXED``: a REQ may send a new request before the reply to the last one
@@ -73,6 +84,20 @@ class Options:
     #: ``ZMQ_ROUTER_HANDOVER``: a peer announcing an Identity already in use takes it over;
     #: the old connection is closed (default: the newcomer is refused).
     router_handover: bool = False
+    #: ``ZMQ_ROUTER_NOTIFY``: a ROUTER application receives ``[routing_id, b""]`` when a peer
+    #: connects (``NOTIFY_CONNECT``) and/or when the peer or the network ends the connection
+    #: (``NOTIFY_DISCONNECT``), so it can keep a peer table without a protocol of its own.
+    #: Flags 0-3 (``NOTIFY_CONNECT | NOTIFY_DISCONNECT``).
+    router_notify: int = 0
+    #: ``ZMQ_PROBE_ROUTER``: a ROUTER, DEALER or REQ sends an empty message first on every new
+    #: connection, so that a ROUTER peer learns our routing id before we have anything to say
+    #: (it receives ``[our_id, b""]``).
+    probe_router: bool = False
+    #: ``ZMQ_CONNECT_ROUTING_ID``: the routing id a ROUTER gives the peer of its *next*
+    #: ``connect()`` instead of the peer's Identity, so it can address that peer at once
+    #: (messages are queued until the connection is up). Consumed by that ``connect()``, as in
+    #: libzmq; ``connect(endpoint, routing_id=...)`` says the same per call. b"" = none.
+    connect_routing_id: bytes = b""
     #: ``ZMQ_XPUB_VERBOSE``: an XPUB delivers every subscription message, not only the first
     #: for each topic.
     xpub_verbose: bool = False
@@ -81,14 +106,25 @@ class Options:
     #: ``ZMQ_XPUB_MANUAL``: subscriptions are only delivered, not applied; the application
     #: applies them with ``subscribe()``/``unsubscribe()`` (to the peer it heard last).
     xpub_manual: bool = False
+    #: ``ZMQ_XPUB_MANUAL_LAST_VALUE``: ``xpub_manual``, and the first message sent after a
+    #: subscription was received goes only to the peer that sent it (if it matches): the
+    #: last-value-cache pattern, where a newcomer gets the cached value without everyone else
+    #: getting a duplicate.
+    xpub_manual_last_value: bool = False
     #: ``ZMQ_XPUB_NODROP``: PUB/XPUB/RADIO ``send`` waits (honouring ``send_timeout``) while a
     #: matching subscriber is at its HWM, instead of dropping that subscriber's copy.
     xpub_nodrop: bool = False
     #: ``ZMQ_XPUB_WELCOME_MSG``: sent by a PUB/XPUB to each new connection before anything
     #: else, unfiltered (b"" = none). A SUB only sees it if subscribed to a prefix of it.
     xpub_welcome_msg: bytes = b""
-    #: ``ZMQ_CONFLATE``: keep only the newest message per peer - received (SUB, XSUB, DEALER)
-    #: or queued for sending (PUB, XPUB over tcp/ipc).
+    #: ``ZMQ_INVERT_MATCHING``: PUB/XPUB send each message to the peers that are *not*
+    #: subscribed to a prefix of it (peers without subscriptions get everything); a SUB
+    #: delivers only messages matching none of its subscriptions. Both ends must set it.
+    #: XSUB does not filter, so it is unaffected (as in libzmq).
+    invert_matching: bool = False
+    #: ``ZMQ_CONFLATE``: keep only the newest message per peer, for state updates where an old
+    #: value is worthless - received (SUB, XSUB, DEALER, PULL) or queued for sending (PUB,
+    #: XPUB, DEALER, PUSH over tcp/ipc; such a send never blocks once the socket has a peer).
     conflate: bool = False
     # Security (docs/security.md). Keys are Z85 text or 32 raw bytes; stored as raw bytes.
     #: ``ZMQ_CURVE_SERVER``: be the CURVE server on every connection (needs curve_secretkey).
@@ -119,8 +155,23 @@ class Options:
                 raise ValueError(f"{name} must be >= 0 (0 = no limit)")
         if not isinstance(self.xpub_welcome_msg, bytes):
             raise ValueError("xpub_welcome_msg must be bytes")
+        if (
+            not isinstance(self.router_notify, int)
+            or isinstance(self.router_notify, bool)
+            or not 0 <= self.router_notify <= NOTIFY_CONNECT | NOTIFY_DISCONNECT
+        ):
+            raise ValueError(
+                "router_notify takes flags: 0, NOTIFY_CONNECT (1), NOTIFY_DISCONNECT (2) "
+                f"or both (3), not {self.router_notify!r}"
+            )
+        if not isinstance(self.connect_routing_id, bytes):
+            # Any length and any first byte, as libzmq: the id never goes on the wire, and a
+            # clash with a generated id is refused when connect() uses it.
+            raise ValueError("connect_routing_id must be bytes (b'' = none)")
         if self.heartbeat_ttl < 0 or self.heartbeat_ttl > 6553.5:
             raise ValueError("heartbeat_ttl must be between 0 and 6553.5 seconds")
+        if not 1 <= self.multicast_hops <= 255:
+            raise ValueError("multicast_hops must be between 1 and 255")
         self.security_mechanism()
 
     def security_mechanism(self) -> str:

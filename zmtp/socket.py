@@ -28,7 +28,7 @@ from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
 from .auth.authenticator import AuthHandler
 from .auth.factory import make_mechanism
-from .engine import inproc
+from .engine import inproc, udp
 from .engine.pipe import Pipe
 from .engine.queue import Message, MessageQueue
 from .engine.stream import StreamConnection
@@ -54,7 +54,7 @@ from .routing import STRATEGIES, RoutingStrategy
 from .routing.mixins import Groups, RoutingIds, Subscriptions
 from .routing.peer import Peer
 from .routing.radio_dish import Radio
-from .transport import InprocEndpoint, parse_endpoint
+from .transport import InprocEndpoint, UdpEndpoint, parse_endpoint
 from .transport.streams import BoundListener, dial, listen, peer_address
 
 #: Fast-path calls between two scheduler yields.
@@ -283,6 +283,16 @@ class Socket:
                 raise
             resolved = str(ep)
             self._listeners[resolved] = _ListenerHandle(resolved)
+        elif isinstance(ep, UdpEndpoint):
+            try:
+                receiver = await udp.open_receiver(self, ep)  # DISH only (raises otherwise)
+            except OSError as exc:
+                self._emit(BindFailed(endpoint, exc.strerror or str(exc)))
+                raise
+            resolved = receiver.endpoint
+            handle = _ListenerHandle(resolved)  # bound=None: no listener, a datagram reader
+            self._listeners[resolved] = handle
+            self._spawn(receiver.run, handle.scope, handle.stopped)
         else:
             try:
                 bound = await listen(ep, self.options.backlog)
@@ -307,30 +317,38 @@ class Socket:
         if handle is None:
             raise ValueError(f"not bound to {endpoint!r}")
         self._stop_listener(handle, close_connections=True)
-        if handle.bound is not None:
+        if handle.bound is not None or endpoint.startswith("udp://"):
             with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts
                 await handle.stopped.wait()
         self._emit(Closed(endpoint))
         await anyio.lowlevel.checkpoint()
 
-    async def connect(self, endpoint: str) -> None:
+    async def connect(self, endpoint: str, *, routing_id: bytes | None = None) -> None:
         """Connect to ``endpoint``, reconnecting whenever the connection is lost.
 
         Returns at once; the connection is made in the background (watch the monitor for
         ``HandshakeSucceeded``). Messages sent before it is up are queued, unless ``immediate``.
+
+        ROUTER only: ``routing_id`` is the id this peer gets (``ZMQ_CONNECT_ROUTING_ID``), so
+        it can be addressed at once; without it the ``connect_routing_id`` option applies.
         """
         self._task_group()
         ep = parse_endpoint(endpoint)
         name = str(ep)
         if name in self._dialers:
             raise ValueError(f"already connected to {name!r}")
+        if isinstance(ep, UdpEndpoint):
+            udp.check_udp(self.socket_type, "connect", ep)  # RADIO only
+        self._strategy.prepare_connect(name, routing_id)
         pipe = self._new_pipe(name, persistent=True)
-        if self._strategy.attach_on_connect and not self.options.immediate:
+        if self._strategy.attach_early(pipe) and not self.options.immediate:
             self._attach(pipe)
         handle = _DialerHandle(name, pipe)
         self._dialers[name] = handle
         if isinstance(ep, InprocEndpoint):
             inproc.connect(self, ep.name, pipe)
+        elif isinstance(ep, UdpEndpoint):
+            self._spawn(udp.run_sender, self, pipe, ep, handle.scope, handle.stopped)
         else:
             self._spawn(self._dial_loop, handle, ep)
         await anyio.lowlevel.checkpoint()
@@ -349,6 +367,9 @@ class Socket:
         await anyio.lowlevel.checkpoint()
 
     def _stop_listener(self, handle: _ListenerHandle, close_connections: bool) -> None:
+        if handle.bound is None and handle.endpoint.startswith("udp://"):
+            handle.scope.cancel()  # the DISH's datagram reader ends (zmtp/engine/udp.py)
+            return
         if handle.bound is None:
             inproc.unbind(self, handle.endpoint.removeprefix("inproc://"), close_connections)
             return
@@ -777,7 +798,7 @@ class Socket:
             self.extension.pipe_disconnected(pipe, reason)
         if not pipe.persistent:
             self._remove_pipe(pipe)
-        elif (self.options.immediate or not self._strategy.attach_on_connect) and pipe.attached:
+        elif (self.options.immediate or not self._strategy.attach_early(pipe)) and pipe.attached:
             # Types that attach only known peers (ROUTER) must meet a reconnected peer afresh:
             # it may announce a different Identity.
             pipe.attached = False

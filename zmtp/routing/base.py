@@ -37,6 +37,24 @@ class RoutingStrategy:
 
     # --------------------------------------------------------------- pipe lifecycle
 
+    def prepare_connect(self, endpoint: str, routing_id: bytes | None) -> None:
+        """``connect(endpoint, routing_id=...)`` is about to create the endpoint's pipe.
+
+        Only ROUTER names the peer of a connect() itself (``ZMQ_CONNECT_ROUTING_ID``); it
+        validates the id here, before anything is created, so a bad one leaves no trace.
+        """
+        if routing_id is not None:
+            raise UnsupportedOperation(
+                f"{self.socket_type} sockets do not take a routing id in connect() "
+                "(only ROUTER does)"
+            )
+
+    def attach_early(self, pipe: Pipe) -> bool:
+        """Whether the connect() pipe ``pipe`` is routable before its connection is up (and
+        stays so across reconnects): :attr:`attach_on_connect`, unless a type decides per
+        pipe (a ROUTER pipe with a connect routing id)."""
+        return self.attach_on_connect
+
     def attach(self, pipe: Pipe) -> str | None:
         """Make ``pipe`` routable. Return a reason to refuse it (e.g. PAIR's second peer)."""
         return None

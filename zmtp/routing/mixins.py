@@ -7,6 +7,9 @@
 * :class:`IdentityRouter` - a routing-id -> pipe table (ROUTER: 5-byte generated ids or the
   peer's Identity; SERVER/PEER: non-zero uint32 ids).
 * :class:`SinglePart` - the draft thread-safe types: send single-part only, drop multipart input.
+* :class:`ConflateSend` - ``ZMQ_CONFLATE`` on a load-balancing sender (PUSH, DEALER), and
+  :func:`conflate_put` / :func:`conflate_send` underneath every conflating type.
+* :class:`ProbeRouter` - ``ZMQ_PROBE_ROUTER`` for DEALER and REQ (ROUTER does it itself).
 * :class:`Subscriptions`, :class:`Groups`, :class:`RoutingIds` - the optional application APIs
   (``subscribe``, ``join``, ``send_to``...) that :class:`zmtp.Socket` forwards to a strategy
   after an ``isinstance`` check, so other types report "not supported" clearly.
@@ -87,6 +90,60 @@ def conflate_put(queue: MessageQueue, message: Message) -> None:
         queue.put(message)
 
 
+def is_inproc(pipe: Pipe) -> bool:
+    """An inproc pipe's outbox is the peer's inbox and ``send`` the peer's receive path."""
+    return pipe.endpoint.startswith("inproc://")
+
+
+def conflate_send(pipe: Pipe, parts: Message) -> bool:
+    """Queue ``parts`` for ``pipe`` as a conflating sender; False if it must wait.
+
+    The outbox keeps only the newest message, so this never waits - except on a linked
+    inproc pipe, whose outbox *is* the receiver's inbox, which only the receiver's own
+    ``conflate`` may rewrite: the message is handed over with the usual HWM rule, like a
+    plain send. (An inproc pipe still waiting for its peer to bind conflates as tcp does.)
+    """
+    if pipe.connected and is_inproc(pipe):
+        if pipe.outbox.full:
+            return False
+        pipe.send(parts)
+    else:
+        conflate_put(pipe.outbox, parts)
+    return True
+
+
+def put_first(queue: MessageQueue, message: Message) -> None:
+    """Put ``message`` at the head of ``queue``, past the HWM (control messages: a probe, a
+    ROUTER notification), keeping the empty -> non-empty wake-up edge."""
+    if queue.items:
+        queue.items.appendleft(message)
+    else:
+        queue.put(message)
+
+
+def put_first_in_link(queue: MessageQueue, message: Message) -> None:
+    """Put ``message`` at the head of the queue an inproc link is being made over, from the
+    connecting side to the binding side, while the link's handshakes run.
+
+    That queue is the connecting pipe's outbox and the bound pipe's inbox at once, and the
+    link hands over everything in it once both sides are attached (``_link`` in
+    zmtp/engine/inproc.py: it was queued before the bind), through the receiver's normal
+    path. So no wake-up edge here: the hand-over makes it, exactly once, in order.
+    """
+    queue.items.appendleft(message)
+
+
+def send_first(pipe: Pipe, message: Message) -> None:
+    """Send ``message`` to ``pipe``'s peer ahead of anything still queued for it (the first
+    message of a new connection; called from a strategy's ``connected``)."""
+    if not is_inproc(pipe):
+        put_first(pipe.outbox, message)
+    elif pipe.persistent:
+        put_first_in_link(pipe.outbox, message)  # we connect: ahead of what waited for the bind
+    else:
+        pipe.send(message)  # we are bound: the connecting peer is attached already
+
+
 def purge_queued(ready: deque[Pipe], keep: Callable[[Message], bool]) -> None:
     """Drop messages ``keep`` rejects from the inboxes of a :class:`FairQueue`'s ready pipes.
 
@@ -107,6 +164,51 @@ def purge_queued(ready: deque[Pipe], keep: Callable[[Message], bool]) -> None:
             ready.remove(pipe)
         if was_full and not inbox.full:
             inbox.on_space()
+
+
+class ConflateSend:
+    """``ZMQ_CONFLATE`` for a load-balancing sender (PUSH, DEALER; libzmq's conflating pipes).
+
+    Round-robin as :class:`LoadBalancer`, but each peer's queue keeps only the newest message,
+    so ``send`` never waits for a tcp/ipc peer (only for full inproc peers, see
+    :func:`conflate_send`) and never waits at all once a peer has room. With no peer at all it
+    waits, like libzmq (no pipe to write to).
+    """
+
+    socket: Socket
+    _out: list[Pipe]
+    _next: int
+
+    def lb_send_conflate(self, parts: Message) -> bool:
+        pipes = self._out
+        n = len(pipes)
+        ext = self.socket.extension
+        start = self._next
+        for i in range(n):
+            index = (start + i) % n
+            pipe = pipes[index]
+            if ext is not None and not ext.can_send(pipe):
+                continue
+            if conflate_send(pipe, parts):
+                self._next = (index + 1) % n
+                return True
+        return False
+
+
+class ProbeRouter:
+    """``ZMQ_PROBE_ROUTER`` for DEALER and REQ: an empty message first on each connection.
+
+    It lets a ROUTER peer learn our routing id (it receives ``[our_id, b""]``) before we have
+    anything to say. libzmq writes it when a pipe is attached, which for a connect() endpoint
+    is once, before its first connection; here it goes out on every connection, so a ROUTER
+    that restarted learns about us too (see docs/socket-types.md).
+    """
+
+    socket: Socket
+
+    def connected(self, pipe: Pipe) -> None:
+        if self.socket.options.probe_router:
+            send_first(pipe, [b""])
 
 
 class IdentityRouter:

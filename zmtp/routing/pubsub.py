@@ -8,6 +8,8 @@ as in libzmq, where ``pub_t``/``sub_t`` derive from ``xpub_t``/``xsub_t``.
 * SUB receives only, and filters again on its side (so a message already queued when a topic
   is unsubscribed is not delivered either). ``subscribe()``/``unsubscribe()`` are counted, and
   sent to every publisher - now, and again after every reconnect.
+* ``invert_matching`` turns both filters around: PUB sends to the peers *not* subscribed to a
+  prefix of the message, SUB keeps only messages matching none of its subscriptions.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Pub(XPub):
     def __init__(self, socket: Socket) -> None:
         super().__init__(socket)
         self._verbose_subs = self._verbose_unsubs = self._manual = False
+        self._send_last_pipe = False  # (libzmq accepts the option on PUB; it has no effect)
 
     try_recv = RoutingStrategy.try_recv  # raises UnsupportedOperation
 
@@ -45,14 +48,34 @@ class Pub(XPub):
 
 
 class Sub(XSub):
-    """XSUB that filters what it receives and takes subscriptions only through the API."""
+    """XSUB that filters what it receives and takes subscriptions only through the API.
+
+    With ``invert_matching`` a message is kept when it matches *no* subscription (libzmq's
+    ``xsub_t::match``: ``matching ^ invert``), so a SUB without subscriptions receives
+    everything its (inverted) publishers send.
+    """
 
     socket_type = "SUB"
     can_send = False
 
+    def __init__(self, socket: Socket) -> None:
+        super().__init__(socket)
+        self._invert = socket.options.invert_matching
+
+    def _keep(self, message: Message) -> bool:
+        return self._topics.matches(message[0]) is not self._invert
+
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
         topics = self._topics
-        if not topics.matches_everything:
+        if self._invert:
+            if topics.matches_everything:
+                return  # b"" matches every message: an inverted SUB keeps none
+            if len(topics):
+                keep = self._keep
+                messages = [m for m in messages if keep(m)]
+                if not messages:
+                    return
+        elif not topics.matches_everything:
             matches = topics.matches
             messages = [m for m in messages if matches(m[0])]
             if not messages:
@@ -63,16 +86,22 @@ class Sub(XSub):
             pipe.inbox.put_many(messages)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        if not self._topics.matches(message[0]):
+        if self._topics.matches(message[0]) is self._invert:
             return
         if self._conflate:
             conflate_put(pipe.inbox, message)
         else:
             pipe.inbox.put(message)
 
+    def subscribe(self, topic: bytes) -> None:
+        super().subscribe(topic)
+        if self._invert:
+            # A new subscription excludes more: what is queued must not be delivered either.
+            purge_queued(self._ready, self._keep)
+
     def unsubscribe(self, topic: bytes) -> None:
         super().unsubscribe(topic)
-        matches = self._topics.matches
-        purge_queued(self._ready, lambda m: matches(m[0]))
+        if not self._invert:
+            purge_queued(self._ready, self._keep)
 
     try_send = RoutingStrategy.try_send  # raises UnsupportedOperation

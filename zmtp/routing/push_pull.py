@@ -1,10 +1,17 @@
-"""PUSH (load-balance out) and PULL (fair-queue in), RFC 30."""
+"""PUSH (load-balance out) and PULL (fair-queue in), RFC 30.
+
+``conflate`` (libzmq ``ZMQ_CONFLATE``) keeps only the newest message per peer: what a PUSH has
+queued for each PULL (tcp/ipc), and what a PULL has received from each PUSH.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..engine.pipe import Pipe
+from ..engine.queue import Message
 from .base import FairQueue, LoadBalancer, RoutingStrategy, SendOnly
+from .mixins import ConflateSend, conflate_put
 
 if TYPE_CHECKING:
     from ..socket import Socket
@@ -16,11 +23,24 @@ class Push(SendOnly, LoadBalancer, RoutingStrategy):
     socket_type = "PUSH"
     can_recv = False
 
+    def __new__(cls, socket: Socket) -> Push:
+        # ZMQ_CONFLATE picks a subclass: the plain PUSH keeps the lean lb_send fast path.
+        if cls is Push and socket.options.conflate:
+            cls = ConflatingPush
+        return super().__new__(cls)
+
     def __init__(self, socket: Socket) -> None:
         RoutingStrategy.__init__(self, socket)
         LoadBalancer.__init__(self)
 
     try_send = LoadBalancer.lb_send
+
+
+class ConflatingPush(ConflateSend, Push):
+    """PUSH with ``conflate``: each peer's queue keeps only the newest message, so ``send``
+    never waits once there is a peer (see :class:`~zmtp.routing.mixins.ConflateSend`)."""
+
+    try_send = ConflateSend.lb_send_conflate
 
 
 class Pull(FairQueue, RoutingStrategy):
@@ -29,8 +49,26 @@ class Pull(FairQueue, RoutingStrategy):
     socket_type = "PULL"
     can_send = False
 
+    def __new__(cls, socket: Socket) -> Pull:
+        # As Push: the plain PULL keeps the default ``incoming_one``, which lets inproc peers
+        # put straight into its inboxes.
+        if cls is Pull and socket.options.conflate:
+            cls = ConflatingPull
+        return super().__new__(cls)
+
     def __init__(self, socket: Socket) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
 
     try_recv = FairQueue.fq_recv
+
+
+class ConflatingPull(Pull):
+    """PULL with ``conflate``: only the newest message received from each peer is kept."""
+
+    def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        if messages:
+            conflate_put(pipe.inbox, messages[-1])
+
+    def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        conflate_put(pipe.inbox, message)

@@ -10,6 +10,11 @@ joined.
 API: ``send_group(group, data)`` / ``recv_group() -> (group, data)``; at the multipart API a
 message is ``[group, data]``, the same two frames as on the wire. A group is 0-255 bytes
 without zero bytes.
+
+udp:// (:mod:`zmtp.engine.udp`) carries no commands, so a RADIO's udp pipe never hears a JOIN:
+like libzmq's ``radio_t`` (its ``udp_pipes``, attached with ``subscribe_to_all``), the RADIO
+sends every group to it and the DISH at the other end filters, with the same ``incoming_one``
+as on every other transport.
 """
 
 from __future__ import annotations
@@ -72,9 +77,14 @@ class Radio(FanOut, RoutingStrategy):
     def __init__(self, socket: Socket) -> None:
         RoutingStrategy.__init__(self, socket)
         self._members: dict[bytes, dict[Pipe, None]] = {}  # group -> pipes (ordered set)
+        #: udp:// pipes (ordered set): they take every group (see the module docstring).
+        self._udp: dict[Pipe, None] = {}
         self._nodrop = socket.options.xpub_nodrop
 
     def attach(self, pipe: Pipe) -> str | None:
+        if pipe.endpoint.startswith("udp://"):  # (a pipe is named after its endpoint)
+            self._udp[pipe] = None
+            return None
         state = _member(pipe)
         early, state.early = state.early, []
         for name, group in early:
@@ -88,6 +98,7 @@ class Radio(FanOut, RoutingStrategy):
         self._forget(pipe)
 
     def _forget(self, pipe: Pipe) -> None:
+        self._udp.pop(pipe, None)
         state = pipe.state
         if not isinstance(state, _Member):
             return
@@ -136,6 +147,11 @@ class Radio(FanOut, RoutingStrategy):
 
     def try_send(self, parts: Message) -> bool:
         members = self._members.get(parts[0])
+        udp = self._udp
+        if udp:
+            # A udp pipe never joins, so it is never among the members: no duplicates.
+            targets = [*members, *udp] if members else udp
+            return self.fan_out(targets, parts, self._nodrop)
         if not members:
             return True
         return self.fan_out(members, parts, self._nodrop)

@@ -17,7 +17,7 @@ from ..engine.pipe import Pipe
 from ..engine.queue import Message
 from ..errors import InvalidState
 from .base import FairQueue, RoutingStrategy
-from .mixins import RoundRobin
+from .mixins import ProbeRouter, RoundRobin
 
 if TYPE_CHECKING:
     from ..socket import Socket
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 _REQUEST_ID = struct.Struct("=I")
 
 
-class Req(FairQueue, RoundRobin, RoutingStrategy):
+class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
     """Send a request to the next peer (round-robin), then accept exactly one reply from it.
 
     Strict alternation: ``send`` while a reply is pending, or ``recv`` with no request out,
@@ -42,6 +42,9 @@ class Req(FairQueue, RoundRobin, RoutingStrategy):
     Recovery when the peer died with our request: a ``recv`` that fails with ``recv_timeout``
     resets the REQ so it can send again (libzmq stays stuck until the socket is closed), or
     use ``req_relaxed``.
+
+    ``probe_router`` sends a bare empty message (no envelope) first on each connection, as
+    libzmq's REQ inherits it from DEALER.
     """
 
     socket_type = "REQ"

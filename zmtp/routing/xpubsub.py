@@ -22,7 +22,7 @@ from ..engine.queue import Message
 from ..errors import UnsupportedOperation
 from ..protocol.commands import CANCEL, SUBSCRIBE
 from .base import FairQueue, RoutingStrategy
-from .mixins import FanOut, Subscriptions, conflate_put
+from .mixins import FanOut, Subscriptions, conflate_put, conflate_send, send_first
 from .trie import PipeTrie, RemoveResult, TopicTrie
 
 if TYPE_CHECKING:
@@ -61,6 +61,10 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
     * ``xpub_manual``: nothing is applied automatically; every (un)subscription is delivered,
       and ``subscribe()``/``unsubscribe()`` apply a topic to the peer whose message was
       received last (libzmq's ``ZMQ_XPUB_MANUAL`` with ``ZMQ_SUBSCRIBE``).
+    * ``xpub_manual_last_value``: ``xpub_manual``, and the first message sent after a
+      subscription was received goes only to the peer that sent it (if it matches).
+    * ``invert_matching``: a message goes to the peers *not* subscribed to a prefix of it,
+      including peers without any subscription (libzmq's ``dist_t::reverse_match``).
     * ``xpub_welcome_msg`` is sent to every new connection, unfiltered, before anything else.
     * A peer's subscriptions end with its connection; a reconnecting SUB re-sends them.
     """
@@ -76,15 +80,21 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._pending: deque[tuple[Message, Pipe | None]] = deque()
         self._verbose_subs = opts.xpub_verbose or opts.xpub_verboser
         self._verbose_unsubs = opts.xpub_verboser
-        self._manual = opts.xpub_manual
+        # As libzmq, ZMQ_XPUB_MANUAL_LAST_VALUE switches manual mode on too.
+        self._manual = opts.xpub_manual or opts.xpub_manual_last_value
+        self._send_last_pipe = opts.xpub_manual_last_value
         self._welcome = opts.xpub_welcome_msg
         self._nodrop = opts.xpub_nodrop
         self._conflate = opts.conflate
+        self._invert = opts.invert_matching
         self._last_pipe: Pipe | None = None
+        #: Every attached pipe, in attach order (only needed by invert_matching).
+        self._all: dict[Pipe, None] = {}
 
     # ------------------------------------------------------------------ pipe lifecycle
 
     def attach(self, pipe: Pipe) -> str | None:
+        self._all[pipe] = None
         state = _subscriber(pipe)
         early, state.early = state.early, []
         for subscribe, topic in early:
@@ -93,12 +103,15 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def connected(self, pipe: Pipe) -> None:
         if self._welcome:
-            pipe.send([self._welcome])  # past the HWM: a fresh connection has room anyway
+            # Past the HWM, ahead of anything queued while connecting; over inproc this also
+            # keeps a connecting XPUB from handing it to the SUB twice (see send_first).
+            send_first(pipe, [self._welcome])
 
     def disconnected(self, pipe: Pipe) -> None:
         self._forget(pipe)
 
     def detach(self, pipe: Pipe) -> None:
+        self._all.pop(pipe, None)
         self._forget(pipe)
 
     def _forget(self, pipe: Pipe) -> None:
@@ -196,16 +209,23 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def try_send(self, parts: Message) -> bool:
         pipes = self._trie.match(parts[0])
+        last = self._last_pipe if self._send_last_pipe else None
+        if last is not None:
+            # xpub_manual_last_value: only the peer whose subscription was received last.
+            pipes = (last,) if last in pipes else ()
+        if self._invert:
+            pipes = [pipe for pipe in self._all if pipe not in pipes]
         if not pipes:
-            return True
-        if self._conflate:
+            sent = True
+        elif self._conflate:
             for pipe in pipes:
-                if pipe.endpoint.startswith("inproc://"):
-                    pipe.send(parts)  # the inproc receiver applies its own policy
-                else:
-                    conflate_put(pipe.outbox, parts)
-            return True
-        return self.fan_out(pipes, parts, self._nodrop)
+                conflate_send(pipe, parts)  # a full inproc subscriber loses its copy
+            sent = True
+        else:
+            sent = self.fan_out(pipes, parts, self._nodrop)
+        if sent and last is not None:
+            self._last_pipe = None  # as libzmq: the next message goes to every match again
+        return sent
 
     def try_recv(self) -> Message | None:
         pending = self._pending
@@ -338,7 +358,8 @@ class XSub(FairQueue, FanOut, Subscriptions, RoutingStrategy):
 
 
 class ConflatingXSub(XSub):
-    """XSUB with ``conflate``: only the newest message of each publisher is kept."""
+    """XSUB with ``conflate``: only the newest message of each publisher is kept (libzmq
+    ignores ZMQ_CONFLATE on XSUB; see docs/socket-types.md)."""
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
         if messages:

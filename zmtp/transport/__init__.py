@@ -1,4 +1,5 @@
-"""Transports: endpoint parsing, tcp/ipc streams on anyio (inproc lives in the engine)."""
+"""Transports: endpoint parsing, tcp/ipc streams and udp datagram sockets on anyio (inproc lives
+in the engine)."""
 
 from .endpoint import (
     Endpoint,
@@ -6,6 +7,7 @@ from .endpoint import (
     InprocEndpoint,
     IpcEndpoint,
     TcpEndpoint,
+    UdpEndpoint,
     parse_endpoint,
 )
 
@@ -15,5 +17,6 @@ __all__ = [
     "InprocEndpoint",
     "IpcEndpoint",
     "TcpEndpoint",
+    "UdpEndpoint",
     "parse_endpoint",
 ]
