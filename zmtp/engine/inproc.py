@@ -31,7 +31,7 @@ from ..protocol.properties import Properties
 from ..protocol.sockettypes import compatible
 from ..routing.base import RoutingStrategy
 from .pipe import Pipe
-from .queue import MessageQueue
+from .queue import Message, MessageQueue
 
 if TYPE_CHECKING:
     from ..socket import Socket
@@ -133,7 +133,15 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
         dialer.options.recv_hwm
     )
     bpipe = binder._new_pipe(endpoint, persistent=False, inbox=to_binder, outbox=to_dialer)
-    dpipe.send = _sender(dialer, dpipe, binder, bpipe)
+    # What the dialer queued before the bind is handed over once both handshakes are done,
+    # behind what its strategy sends while they run (a probe, a welcome message: the first
+    # messages of a connection), which waits aside meanwhile: the queue is the binder's inbox
+    # already, and the binder's strategy may put its own first message there (a ROUTER's
+    # connect notification).
+    backlog = list(to_binder.items)
+    to_binder.items.clear()
+    early: list[Message] = []
+    dpipe.send = early.append
     bpipe.send = _sender(binder, bpipe, dialer, dpipe)
     dialer._emit(Connected(endpoint, "inproc"))
     binder._emit(Accepted(endpoint, "inproc"))
@@ -151,7 +159,10 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
         if reason is not None:
             dialer._pipe_disconnected(dpipe, reason)
     if reason is not None:
+        # The queue is the dialer's outbox again, waiting for a peer; what its strategy sent
+        # during the refused handshake is dropped (the next link sends its own).
         dpipe.send = dpipe.outbox.put
+        to_binder.items.extend(backlog)
         # Unhook the refused binder pipe from the queues it shared with the dialer, or the
         # dialer's next message would wake the binder and be read from a refused peer.
         to_binder.on_data = to_dialer.on_space = _noop_data
@@ -163,13 +174,11 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
     _links[dpipe] = (dialer, binder, bpipe)
     dialer._emit(HandshakeSucceeded(endpoint, dpeer))
     binder._emit(HandshakeSucceeded(endpoint, bpeer))
-    if to_binder.items:
-        # Queued before the bind: hand them over now as if just sent, so that they go through
-        # the same hooks (the dialer's before_send, the binder's on_receive and filtering).
-        queued = list(to_binder.items)
-        to_binder.items.clear()
-        for message in queued:
-            dpipe.send(message)
+    # Hand both over as if just sent, so that they go through the same hooks (the dialer's
+    # before_send, the binder's on_receive and filtering).
+    dpipe.send = _sender(dialer, dpipe, binder, bpipe)
+    for message in (*early, *backlog):
+        dpipe.send(message)
 
 
 def _sender(

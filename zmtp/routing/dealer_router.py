@@ -29,9 +29,7 @@ from .mixins import (
     IdentityRouter,
     ProbeRouter,
     conflate_put,
-    is_inproc,
     put_first,
-    put_first_in_link,
     send_first,
 )
 
@@ -200,10 +198,6 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
                 # A connect() pipe may still hold messages from its previous connection
                 # (and its disconnect notification): they came first.
                 pipe.inbox.put([b""])
-            elif is_inproc(pipe):
-                # A bound inproc pipe's inbox is the link's queue; what the connecting peer
-                # sent first (its probe) is in it, and the connection came before that.
-                put_first_in_link(pipe.inbox, [b""])
             else:
                 put_first(pipe.inbox, [b""])
 

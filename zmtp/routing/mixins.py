@@ -121,27 +121,15 @@ def put_first(queue: MessageQueue, message: Message) -> None:
         queue.put(message)
 
 
-def put_first_in_link(queue: MessageQueue, message: Message) -> None:
-    """Put ``message`` at the head of the queue an inproc link is being made over, from the
-    connecting side to the binding side, while the link's handshakes run.
-
-    That queue is the connecting pipe's outbox and the bound pipe's inbox at once, and the
-    link hands over everything in it once both sides are attached (``_link`` in
-    zmtp/engine/inproc.py: it was queued before the bind), through the receiver's normal
-    path. So no wake-up edge here: the hand-over makes it, exactly once, in order.
-    """
-    queue.items.appendleft(message)
-
-
 def send_first(pipe: Pipe, message: Message) -> None:
     """Send ``message`` to ``pipe``'s peer ahead of anything still queued for it (the first
     message of a new connection; called from a strategy's ``connected``)."""
-    if not is_inproc(pipe):
-        put_first(pipe.outbox, message)
-    elif pipe.persistent:
-        put_first_in_link(pipe.outbox, message)  # we connect: ahead of what waited for the bind
+    if is_inproc(pipe):
+        # A link hands over what we send during its handshakes before anything queued for the
+        # bind (zmtp/engine/inproc.py), and a bound side's peer is attached already.
+        pipe.send(message)
     else:
-        pipe.send(message)  # we are bound: the connecting peer is attached already
+        put_first(pipe.outbox, message)
 
 
 def purge_queued(ready: deque[Pipe], keep: Callable[[Message], bool]) -> None:
