@@ -149,7 +149,6 @@ async def test_silent_peer_dropped_after_heartbeat_timeout() -> None:
             assert count_commands(bytes(peer.received[0]), b"PING") >= 1
 
 
-
 @pytest.mark.parametrize("binds", ["zmtp", "libzmq"])
 async def test_libzmq_ping_between_frames_of_a_multipart_message(lz: Libzmq, binds: str) -> None:
     """libzmq's heartbeat timer makes the next frame its encoder produces a PING, wherever it
