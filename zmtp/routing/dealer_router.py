@@ -181,9 +181,9 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
         return None
 
     def readable(self, pipe: Pipe) -> None:
-        # Only routable pipes are read: a peer we refuse must not be heard at all, and what
-        # an inproc peer queued for us before our side attached (a probe, messages sent
-        # before the bind) is handed over again by the link once both sides are attached.
+        # Only routable pipes are read: a message from a peer without a routing id (refused,
+        # or not attached yet) could not be delivered with one. (An inproc link hands over
+        # what its connecting side sent only once both sides are attached.)
         if pipe.attached:
             self._ready.append(pipe)
 
