@@ -13,11 +13,19 @@ includes tcp connect and teardown, i.e. what a reconnecting client costs.
 The zmtp back-end is chosen per child with ``ZMTP_CRYPTO_BACKEND`` (``nacl`` / ``pure``). The
 published target: zmtp CURVE with PyNaCl at >= 0.5x zmtp NULL at 64 B (the ``vs NULL`` column).
 
+``--codec`` instead measures, in this process and without I/O, what a message costs the
+sans-IO core: encoding a batch (``Connection.encode_messages``) and decoding it
+(``Connection.receive_data`` in 256 KiB reads), in µs per message, for NULL and CURVE on each
+back-end, beside libsodium's own seal/open of the same box (the floor of the nacl rows). The
+rounds of all codecs are interleaved, so load drift hits them alike; it is the per-stage
+breakdown behind the throughput numbers.
+
 Examples::
 
     python benchmarks/bench_curve.py --quick                  # ~1 min smoke test
     python benchmarks/bench_curve.py --json curve.json        # full run
     python benchmarks/bench_curve.py --impl zmtp-curve-nacl --sizes 64 --profile receiver
+    python benchmarks/bench_curve.py --codec --sizes 64,1k,64k --repeat 15
 """
 
 from __future__ import annotations
@@ -475,6 +483,117 @@ def measure_handshakes(impl: Impl, args: argparse.Namespace) -> Result:
     return res
 
 
+# =========================================================================== in-process codec
+
+
+def _codec_pair(codec: str) -> tuple[Any, Any]:
+    """A PUSH and a PULL :class:`zmtp.protocol.Connection`, handshake done, for ``codec``
+    (``null`` or a crypto back-end name)."""
+    from zmtp.crypto import decode_key, get_backend
+    from zmtp.protocol import Connection
+    from zmtp.protocol.curve import CurveClient, CurveServer
+    from zmtp.protocol.events import AuthenticationRequested
+    from zmtp.protocol.mechanism import AuthResult
+
+    if codec == "null":
+        a, b = Connection("PUSH"), Connection("PULL")
+    else:
+        keys = {k: decode_key(v) for k, v in _keys().items()}
+        box = get_backend(codec)
+        client = CurveClient(
+            b"", keys["server_public"], keys["client_public"], keys["client_secret"], backend=box
+        )
+        a = Connection("PUSH", mechanism=client)
+        b = Connection("PULL", mechanism=CurveServer(b"", keys["server_secret"], backend=box))
+    while True:
+        to_b, to_a = a.data_to_send(), b.data_to_send()
+        if not to_a and not to_b:
+            return a, b
+        for conn, data in ((b, to_b), (a, to_a)):
+            for event in conn.receive_data(data) if data else ():
+                if isinstance(event, AuthenticationRequested):
+                    conn.complete_authentication(AuthResult.allow())
+
+
+def _codec_round(codec: str, size: int, count: int) -> tuple[float, float]:
+    """µs per message to encode ``count`` messages of ``size`` bytes, and to decode them."""
+    sender, receiver = _codec_pair(codec)
+    batch = [[os.urandom(size)]] * count
+    start = perf_counter()
+    wire = sender.encode_messages(batch)
+    encoded = perf_counter()
+    received = 0
+    for offset in range(0, len(wire), 256 * 1024):
+        for event in receiver.receive_data(wire[offset : offset + 256 * 1024]):
+            received += len(event.messages)
+    decoded = perf_counter()
+    if received != count:
+        raise BenchError(f"{codec}: decoded {received} of {count} messages")
+    return (encoded - start) / count * 1e6, (decoded - encoded) / count * 1e6
+
+
+def _sodium_round(size: int, count: int) -> tuple[float, float]:
+    """µs per call of libsodium's seal and open for a CURVE MESSAGE box of a ``size`` payload,
+    through the same cffi entry points the nacl codec calls (the floor of its rows)."""
+    from zmtp.crypto import get_backend
+
+    sodium = get_backend("nacl").bind_nonce_prefix(os.urandom(32), b"CurveZMQMESSAGEC").sodium
+    if sodium is None:
+        raise BenchError("PyNaCl has no cffi module: no libsodium floor to measure")
+    seal, open_, nonce, key = sodium.seal_easy, sodium.open_easy, sodium.nonce_ptr, sodium.key
+    plain = b"\x00" + os.urandom(size)
+    box, out = sodium.buffer(size + 17), sodium.buffer(size + 1)
+    start = perf_counter()
+    for _ in range(count):
+        seal(box, plain, size + 1, nonce, key)
+    sealed = perf_counter()
+    for _ in range(count):
+        if open_(out, box, size + 17, nonce, key):
+            raise BenchError("libsodium refused its own box")
+    opened = perf_counter()
+    return (sealed - start) / count * 1e6, (opened - sealed) / count * 1e6
+
+
+def measure_codecs(args: argparse.Namespace) -> str:
+    """The ``--codec`` table: median (or best) of ``--repeat`` interleaved rounds."""
+    from zmtp.crypto import nacl_available
+
+    codecs = ["null", "pure", *(["nacl", "libsodium"] if nacl_available() else [])]
+    rows = []
+    for size in parse_sizes(args.sizes):
+        count = max(20, min(4096, (16 << 20) // (size + 64)))
+        times: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in codecs}
+        for codec in codecs:  # warm-up, untimed: imports, allocator, specialised bytecode
+            _sodium_round(size, 10) if codec == "libsodium" else _codec_round(codec, size, 10)
+        for _ in range(args.repeat):
+            for codec in codecs:
+                n = count if codec != "pure" else max(10, count // 40)
+                enc, dec = (
+                    _sodium_round(size, n) if codec == "libsodium" else _codec_round(codec, size, n)
+                )
+                times[codec][0].append(enc)
+                times[codec][1].append(dec)
+        pick = "min" if args.stat == "best" else "median"  # times: lower is better
+        null_enc, null_dec = (summarize(t)[pick] for t in times["null"])
+        for codec in codecs:
+            enc, dec = (summarize(t)[pick] for t in times[codec])
+            rows.append(
+                [
+                    "libsodium seal/open" if codec == "libsodium" else f"zmtp-{codec}",
+                    size_label(size),
+                    f"{enc:,.3f}",
+                    f"{dec:,.3f}",
+                    f"{enc / null_enc:,.1f}x" if codec != "null" else "-",
+                    f"{dec / null_dec:,.1f}x" if codec != "null" else "-",
+                ]
+            )
+        log(f"[codec] {size_label(size)} done", args.quiet)
+    return render_table(
+        ["codec", "size", "encode µs/msg", "decode µs/msg", "encode vs NULL", "decode vs NULL"],
+        rows,
+    )
+
+
 # =========================================================================== output
 
 
@@ -547,6 +666,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-throughput", action="store_true")
     ap.add_argument("--no-handshakes", action="store_true")
     ap.add_argument(
+        "--codec",
+        action="store_true",
+        help="only the in-process encode/decode cost per message (no I/O, no child processes)",
+    )
+    ap.add_argument(
         "--quick",
         action="store_true",
         help="short smoke run: --duration 0.4 --repeat 1 --handshakes 40",
@@ -565,6 +689,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown implementation(s) {unknown}; choose from {list(IMPLS)}")
     impls = [IMPLS[n] for n in names]
+    if args.codec:
+        require({"codec": ("zmtp",)})
+        print(
+            f"\nCURVE codec cost, in process, no I/O ({args.stat} of {args.repeat} interleaved"
+            " rounds; a batch encoded at once, decoded in 256 KiB reads)\n"
+        )
+        print(measure_codecs(args))
+        return 0
     require({impl.name: impl.requires for impl in impls})
     sizes = parse_sizes(args.sizes)
     env = environment()

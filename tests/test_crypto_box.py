@@ -25,6 +25,7 @@ from zmtp.crypto import (
     NaclBackend,
     PureBackend,
     SessionBox,
+    SodiumBox,
     default_backend,
     get_backend,
     hsalsa20,
@@ -437,6 +438,75 @@ def test_session_box_vector(backend: BoxBackend) -> None:
     short = int.from_bytes(BOX_NONCE[16:], "big")
     assert session.seal(BOX_PLAIN, short) == BOX_OUT
     assert session.open(BOX_OUT, short) == BOX_PLAIN
+
+
+# ------------------------------------------------------------------------- SodiumBox
+# The raw libsodium handle the CURVE MESSAGE loops call inline (zmtp.protocol.curve).
+
+
+def test_sodium_box_only_on_nacl() -> None:
+    assert _backend("pure").bind_nonce_prefix(BOX_KEY, MESSAGE_C).sodium is None
+    sodium = _backend("nacl").bind_nonce_prefix(BOX_KEY, MESSAGE_C).sodium
+    assert isinstance(sodium, SodiumBox)
+    assert sodium.key == BOX_KEY
+    assert bytes(sodium.nonce) == MESSAGE_C + bytes(8)
+
+
+@given(
+    key=st.binary(min_size=32, max_size=32),
+    nonce=st.integers(0, 2**64 - 1),
+    size=st.sampled_from([0, 1, 31, 32, 33, 64, 65, 4096, 70_000]),
+    seed=st.integers(0, 2**32),
+)
+@settings(max_examples=40, deadline=None)
+def test_sodium_box_equals_seal_and_open(key: bytes, nonce: int, size: int, seed: int) -> None:
+    """The inline calls with the in-place nonce give the boxes of both back-ends' seal."""
+    message = _message(size, seed)
+    full_nonce = MESSAGE_C + nonce.to_bytes(8, "big")
+    sodium = _backend("nacl").bind_nonce_prefix(key, MESSAGE_C).sodium
+    assert sodium is not None
+    ffi = sodium.ffi
+    struct.pack_into(">Q", sodium.nonce, 16, nonce)
+    out = sodium.buffer(size + 16)
+    assert sodium.seal_easy(out, message, size, sodium.nonce_ptr, sodium.key) == 0
+    sealed = ffi.buffer(out, size + 16)[:]
+    assert sealed == _backend("pure").seal(message, full_nonce, key)
+    # Open straight out of a larger buffer at an offset (how the read buffer is used).
+    wire = b"junk" + sealed + b"more"
+    plain = sodium.buffer(size)
+    source = ffi.from_buffer(wire) + 4
+    assert sodium.open_easy(plain, source, size + 16, sodium.nonce_ptr, sodium.key) == 0
+    assert ffi.buffer(plain, size)[:] == message
+    # In place, as libsodium allows (m == c + 16).
+    inplace = bytearray(sealed)
+    pointer = ffi.from_buffer(inplace)
+    assert sodium.open_easy(pointer + 16, pointer, size + 16, sodium.nonce_ptr, sodium.key) == 0
+    assert bytes(inplace[16:]) == message
+    # A bad tag, a bad byte or the wrong nonce: non-zero, in constant time inside libsodium.
+    for bad in (bytes((sealed[0] ^ 1,)) + sealed[1:], sealed[:-1] + bytes((sealed[-1] ^ 1,))):
+        assert sodium.open_easy(plain, bad, size + 16, sodium.nonce_ptr, sodium.key) != 0
+    struct.pack_into(">Q", sodium.nonce, 16, (nonce + 1) % 2**64)
+    assert sodium.open_easy(plain, sealed, size + 16, sodium.nonce_ptr, sodium.key) != 0
+
+
+def test_sodium_box_nonce_buffer_cannot_move() -> None:
+    """The nonce pointer stays valid: the exported bytearray refuses to be resized."""
+    sodium = _backend("nacl").bind_nonce_prefix(BOX_KEY, MESSAGE_S).sodium
+    assert sodium is not None
+    with pytest.raises(BufferError):
+        sodium.nonce.append(0)
+
+
+def test_nacl_without_its_cffi_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PyNaCl without ``nacl._sodium``: the public bindings serve, byte-identical."""
+    monkeypatch.setattr(box_module, "_load_sodium", lambda: None)
+    backend = NaclBackend()
+    prefixed = backend.bind_nonce_prefix(BOX_KEY, BOX_NONCE[:16])
+    assert prefixed.sodium is None
+    assert prefixed.seal(BOX_PLAIN, BOX_NONCE[16:]) == BOX_OUT
+    assert prefixed.open(BOX_OUT, BOX_NONCE[16:]) == BOX_PLAIN
+    with pytest.raises(CryptoError):
+        prefixed.open(BOX_OUT[:-1], BOX_NONCE[16:])
 
 
 # ------------------------------------------------------------------------- selection

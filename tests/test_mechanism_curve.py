@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -26,9 +27,11 @@ from tests.test_mechanism_helpers import (
     curve_pair,
     curve_server,
     keypair,
+    pump_auth,
 )
 from tests.test_protocol_helpers import failure, peer_greeting, split_frames
-from zmtp.crypto import get_backend
+from zmtp.crypto import NaclBackend, get_backend
+from zmtp.crypto import box as box_module
 from zmtp.protocol import (
     CommandReceived,
     Connection,
@@ -39,8 +42,10 @@ from zmtp.protocol import (
     encode_properties,
     parse_properties,
 )
+from zmtp.protocol.curve import NONCE_MESSAGE_C, NONCE_MESSAGE_S, CurveClient, CurveServer
+from zmtp.protocol.errors import ProtocolError
 from zmtp.protocol.events import AuthenticationRequested
-from zmtp.protocol.frames import encode_command, encode_frame
+from zmtp.protocol.frames import FrameDecoder, encode_command, encode_frame
 from zmtp.protocol.greeting import GREETING_SIZE
 from zmtp.protocol.mechanism import AuthResult
 
@@ -374,10 +379,11 @@ def test_messages_use_non_command_outer_frames() -> None:
     assert flags == [0x00, 0x02, 0x00, 0x00]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("outer", [0x00, 0x02, 0x04, 0x06])
-def test_every_outer_flag_libzmq_may_use_is_accepted(outer: int) -> None:
+def test_every_outer_flag_libzmq_may_use_is_accepted(backend: str, outer: int) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     payload = b"z" * 10
     frame = ref.message(payload, outer=0)
     body = frame[2:]
@@ -403,9 +409,10 @@ def test_commands_travel_inside_messages() -> None:
     assert server.receive_data(client.data_to_send()) == [CommandReceived(b"SUBSCRIBE", b"topic")]
 
 
-def test_ping_inside_curve_is_answered_with_an_encrypted_pong() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ping_inside_curve_is_answered_with_an_encrypted_pong(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     assert conn.receive_data(ref.message(b"\x04PING\x00\x00ctx", inner=0x02)) == []
     ((flags, body),) = frame_bodies(conn.data_to_send())
     assert flags == 0x00
@@ -421,9 +428,10 @@ def test_heartbeat_ping_goes_out_encrypted() -> None:
     assert client.receive_data(server.data_to_send(), 5.0) == []
 
 
-def test_one_byte_at_a_time_equals_all_at_once() -> None:
-    client = curve_client(backend=BOX)
-    server = curve_server(backend=BOX)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_byte_at_a_time_equals_all_at_once(backend: str) -> None:
+    client = curve_client(backend=get_backend(backend))
+    server = curve_server(backend=get_backend(backend))
     events_c: list[object] = []
     events_s: list[object] = []
     for _ in range(10):
@@ -645,9 +653,10 @@ def test_second_hello_is_fatal() -> None:
 # ================================================================== hostile input: MESSAGE
 
 
-def test_replayed_message_nonce_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_replayed_message_nonce_is_fatal(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     frame = ref.message(b"once")
     assert conn.receive_data(frame) == [MessagesReceived([[b"once"]])]
     fail = failure(conn.receive_data(frame))
@@ -655,24 +664,27 @@ def test_replayed_message_nonce_is_fatal() -> None:
     assert "replayed or reordered" in fail.reason
 
 
-def test_out_of_order_message_nonce_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_of_order_message_nonce_is_fatal(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     first, second = ref.message(b"1"), ref.message(b"2")
     assert conn.receive_data(second) == [MessagesReceived([[b"2"]])]
     assert "replayed or reordered" in failure(conn.receive_data(first)).reason
 
 
-def test_gaps_in_message_nonces_are_allowed() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gaps_in_message_nonces_are_allowed(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     assert conn.receive_data(ref.message(b"a", nonce=10)) == [MessagesReceived([[b"a"]])]
     assert conn.receive_data(ref.message(b"b", nonce=1000)) == [MessagesReceived([[b"b"]])]
 
 
-def test_messages_before_a_bad_one_are_still_delivered() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_messages_before_a_bad_one_are_still_delivered(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     good = ref.message(b"good")
     bad = bytearray(ref.message(b"bad"))
     bad[-1] ^= 1
@@ -682,58 +694,65 @@ def test_messages_before_a_bad_one_are_still_delivered() -> None:
 
 
 @pytest.mark.parametrize("index", [2, 10, 17, 30, -1])
-def test_tampered_message_is_fatal(index: int) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tampered_message_is_fatal(backend: str, index: int) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     frame = bytearray(ref.message(b"payload!" * 3))
     frame[index] ^= 0x04
     fail = failure(conn.receive_data(bytes(frame)))
     assert fail.kind == "protocol"
 
 
-def test_message_sealed_in_the_wrong_direction_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_message_sealed_in_the_wrong_direction_is_fatal(backend: str) -> None:
     """A MESSAGE reflected back at its sender uses the other nonce prefix: it cannot open."""
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     frames = frame_bodies(conn.encode_messages([[b"mirror"], [b"mirror"]]))
     reflected = encode_frame(frames[1][1])  # nonce 3: above the client's INITIATE nonce
     assert "box failed to open" in failure(conn.receive_data(reflected)).reason
 
 
-def test_short_message_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_short_message_is_fatal(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     body = parse_frame_body(ref.message(b""))[:32]
     assert "MESSAGE too short" in failure(conn.receive_data(encode_frame(body))).reason
 
 
-def test_clear_text_after_the_handshake_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clear_text_after_the_handshake_is_fatal(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     assert "unencrypted data frame" in failure(conn.receive_data(encode_frame(b"hi"))).reason
-    conn = accepted(RefClient())
+    conn = accepted(RefClient(), backend)
     fail = failure(conn.receive_data(commands.ping()))
     assert "expected a CURVE MESSAGE" in fail.reason
 
 
-def test_outer_more_flag_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_outer_more_flag_is_fatal(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     frame = bytearray(ref.message(b"x"))
     frame[0] = 0x01
     assert "MORE flag" in failure(conn.receive_data(bytes(frame))).reason
 
 
 @pytest.mark.parametrize("inner", [0x04, 0x80, 0xFF])
-def test_reserved_inner_flags_are_fatal(inner: int) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reserved_inner_flags_are_fatal(backend: str, inner: int) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     assert "reserved flag bits" in failure(conn.receive_data(ref.message(b"x", inner=inner))).reason
 
 
-def test_inner_command_with_more_is_fatal() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inner_command_with_more_is_fatal(backend: str) -> None:
     ref = RefClient()
-    conn = accepted(ref)
+    conn = accepted(ref, backend)
     fail = failure(conn.receive_data(ref.message(b"\x04PING\x00\x00", inner=0x03)))
     assert "MORE" in fail.reason
 
@@ -791,15 +810,17 @@ def test_ready_with_nonce_zero_is_fatal() -> None:
     assert "READY nonce 0 is not above" in fail.reason
 
 
-def test_server_message_replay_is_fatal_for_the_client() -> None:
-    conn, ref = client_ready()
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_server_message_replay_is_fatal_for_the_client(backend: str) -> None:
+    conn, ref = client_ready(backend)
     frame = ref.message(b"hello")
     assert conn.receive_data(frame) == [MessagesReceived([[b"hello"]])]
     assert "replayed" in failure(conn.receive_data(frame)).reason
 
 
-def test_server_message_nonce_must_exceed_the_ready_nonce() -> None:
-    conn, ref = client_ready()
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_server_message_nonce_must_exceed_the_ready_nonce(backend: str) -> None:
+    conn, ref = client_ready(backend)
     assert "replayed" in failure(conn.receive_data(ref.message(b"x", nonce=1))).reason
 
 
@@ -854,13 +875,363 @@ def test_any_chunking_delivers_the_same_messages(
     assert got == messages
 
 
-def test_messages_pipelined_behind_initiate_are_delivered_after_the_decision() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_messages_pipelined_behind_initiate_are_delivered_after_the_decision(
+    backend: str,
+) -> None:
     """A client may send MESSAGEs right after INITIATE (it has the keys): held, then delivered."""
     ref = RefClient()
-    conn = welcomed(ref)
+    conn = welcomed(ref, backend)
     events = conn.receive_data(ref.initiate() + ref.message(b"early"))
     assert [type(e) for e in events] == [AuthenticationRequested]
     assert conn.receive_data(ref.message(b"later")) == []  # held
     events = conn.complete_authentication(AuthResult.allow())
     assert [type(e) for e in events] == [HandshakeComplete, MessagesReceived]
     assert events[1] == MessagesReceived([[b"early"], [b"later"]])
+
+
+# ================================================================== batched MESSAGE framing
+#
+# With libsodium the decoder opens every MESSAGE of a read in one pass
+# (``_SodiumMessageDecoder.decode_batch``) and the encoder seals a batch with libsodium called
+# inline; the pure back-end keeps the per-frame paths. Both must behave identically, byte for
+# byte and error for error, which is what these tests pin down.
+
+#: Payload sizes around every boundary of the batched paths: short/long outer frame (a body of
+#: 255 vs 256 bytes: payloads 222/223), the 4 KiB scratch buffer (plaintext 4096 = payload 4095),
+#: and the decoder's large-body mode (bodies over 64 KiB).
+BOUNDARY_SIZES = [0, 1, 64, 222, 223, 255, 4095, 4096, 5000, 70_000]
+
+
+def batch_frames(ref: RefClient) -> tuple[bytes, list[object]]:
+    """One wire of many MESSAGEs (singles, multipart, commands, a PING) and the events due."""
+    wire: list[bytes] = []
+    singles = [[bytes([i % 251]) * size] for i, size in enumerate(BOUNDARY_SIZES * 3)]
+    singles += [[os.urandom(64)] for _ in range(200)]
+    wire += [ref.message(parts[0]) for parts in singles]
+    wire.append(ref.message(b"\x09SUBSCRIBEtopic", inner=0x02))
+    multipart = [b"a", b"b" * 300, b""]
+    wire.append(ref.message(multipart[0], inner=0x01))
+    wire.append(ref.message(b"\x04PING\x00\x00", inner=0x02))  # between two frames: allowed
+    wire.append(ref.message(multipart[1], inner=0x01))
+    wire.append(ref.message(multipart[2]))
+    wire.append(ref.message(b"tail"))
+    events: list[object] = [
+        MessagesReceived(singles),
+        CommandReceived(b"SUBSCRIBE", b"topic"),
+        MessagesReceived([multipart, [b"tail"]]),
+    ]
+    return b"".join(wire), events
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_read_of_many_messages_is_decoded_in_one_call(backend: str) -> None:
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    wire, expected = batch_frames(ref)
+    assert conn.receive_data(wire) == expected
+    assert conn.state is State.READY
+    ((_, body),) = frame_bodies(conn.data_to_send())  # the PING was answered
+    assert ref.read_message(body)[1:] == (0x02, b"\x04PONG")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("chunk", [1, 7, 100, 4097, 65_536, 1 << 20])
+def test_batched_decoding_survives_any_read_size(backend: str, chunk: int) -> None:
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    wire, expected = batch_frames(ref)
+    events: list[object] = []
+    for start in range(0, len(wire), chunk):
+        events += conn.receive_data(wire[start : start + chunk])
+    singles = [e for e in events if isinstance(e, MessagesReceived)]
+    assert [m for e in singles for m in e.messages] == [
+        m for e in expected if isinstance(e, MessagesReceived) for m in e.messages
+    ]
+    assert [e for e in events if isinstance(e, CommandReceived)] == [expected[1]]
+    assert conn.state is State.READY
+
+
+def test_nacl_decoder_takes_whole_reads() -> None:
+    """The libsodium transform offers ``decode_batch`` and the frame decoder picks it up."""
+    if "nacl" not in BACKENDS:
+        pytest.skip("PyNaCl not installed")
+    conn = accepted(RefClient(), "nacl")
+    transform = conn.mechanism.decode_transform
+    assert transform is not None and hasattr(transform, "decode_batch")
+    decoder = conn._decoder
+    assert decoder._batch is not None
+    decoder.transform = None
+    assert decoder._batch is None
+    pure = accepted(RefClient(), "pure")
+    assert not hasattr(pure.mechanism.decode_transform, "decode_batch")
+
+
+def _replay(ref: RefClient) -> bytes:
+    return ref.message(b"again", nonce=ref.nonce - 2)
+
+
+def _tampered(ref: RefClient) -> bytes:
+    frame = bytearray(ref.message(b"tampered" * 10))
+    frame[40] ^= 0x20
+    return bytes(frame)
+
+
+def _flip_last(frame: bytes) -> bytes:
+    return frame[:-1] + bytes((frame[-1] ^ 1,))
+
+
+def _too_short(ref: RefClient) -> bytes:
+    return encode_frame(parse_frame_body(ref.message(b""))[:32])
+
+
+def _outer_flags(flags: int) -> Callable[[RefClient], bytes]:
+    def make(ref: RefClient) -> bytes:
+        frame = bytearray(ref.message(b"x"))
+        frame[0] = flags
+        return bytes(frame)
+
+    return make
+
+
+#: A bad frame for the middle of a batch, and what the failure must say.
+BAD_FRAMES: list[tuple[str, Callable[[RefClient], bytes], str]] = [
+    ("replayed nonce", _replay, "replayed or reordered"),
+    ("nonce of the frame before", lambda r: r.message(b"x", nonce=r.nonce), "replayed"),
+    ("tampered box", _tampered, "MESSAGE: box failed to open"),
+    ("too short", _too_short, "MESSAGE too short"),
+    ("outer MORE", _outer_flags(0x01), "MORE flag"),
+    ("reserved outer bits", _outer_flags(0x10), "reserved frame flag bits set (flags=0x10)"),
+    ("clear text", lambda r: encode_frame(b"plain text"), "unencrypted data frame"),
+    ("clear command", lambda r: commands.ping(), "expected a CURVE MESSAGE"),
+    ("reserved inner flags", lambda r: r.message(b"x", inner=0x10), "reserved flag bits"),
+    ("inner command with MORE", lambda r: r.message(b"\x04PING\x00\x00", inner=3), "MORE"),
+    ("malformed inner command", lambda r: r.message(b"\x09SUB", inner=2), "bad name length"),
+    ("long frame, bad tag", lambda r: _flip_last(r.message(b"L" * 300, nonce=1 << 40)), "open"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("what", "bad", "reason"), BAD_FRAMES, ids=[b[0] for b in BAD_FRAMES])
+def test_a_bad_frame_mid_batch_fails_after_the_messages_before_it(
+    backend: str, what: str, bad: Callable[[RefClient], bytes], reason: str
+) -> None:
+    """Frames before the bad one are delivered, then the connection fails; none after."""
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    before = [[b"m%d" % i] for i in range(5)]
+    wire = b"".join(ref.message(parts[0]) for parts in before)
+    wire += ref.message(b"first", inner=0x01)  # an unfinished multipart is not delivered
+    wire += bad(ref)
+    wire += b"".join(ref.message(b"after %d" % i) for i in range(3))
+    events = conn.receive_data(wire)
+    assert events[0] == MessagesReceived(before)
+    assert len(events) == 2
+    fail = failure(events)
+    assert fail.kind == "protocol" and not fail.during_handshake
+    assert reason in fail.reason, what
+    assert conn.state is State.CLOSED
+    assert conn.receive_data(ref.message(b"later")) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_replay_in_a_later_read_is_caught_too(backend: str) -> None:
+    """The batch path and the per-frame path share the last nonce across reads."""
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    big = ref.message(b"B" * 70_000)  # over 64 KiB: split reads go through the per-frame path
+    small = ref.message(b"s")
+    assert conn.receive_data(big[:1000]) == []
+    assert conn.receive_data(big[1000:] + small) == [MessagesReceived([[b"B" * 70_000], [b"s"]])]
+    assert "replayed" in failure(conn.receive_data(big)).reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_replayed_large_frame_is_fatal_on_the_per_frame_path(backend: str) -> None:
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    first = ref.message(b"x")
+    big = ref.message(b"B" * 70_000, nonce=ref.nonce)  # the nonce of ``first`` again
+    assert conn.receive_data(first) == [MessagesReceived([[b"x"]])]
+    assert conn.receive_data(big[:10]) == []
+    assert "replayed" in failure(conn.receive_data(big[10:])).reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("limit", [40, 97, 300])
+def test_max_message_size_is_enforced_on_batched_frames(backend: str, limit: int) -> None:
+    """The limit applies to the outer frame, as libzmq checks it: body = payload + 33."""
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    conn._decoder._max = limit  # set after the handshake, whose frames are up to ~300 bytes
+    fits = b"f" * (limit - 33)
+    wire = ref.message(fits) + ref.message(fits + b"!") + ref.message(b"after")
+    events = conn.receive_data(wire)
+    assert events[0] == MessagesReceived([[fits]])
+    assert f"exceeds max_message_size {limit}" in failure(events).reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_max_message_size_is_checked_before_a_large_body_arrives(backend: str) -> None:
+    ref = RefClient()
+    conn = accepted(ref, backend, max_message_size=1000)  # the handshake fits in 1000 bytes
+    wire = ref.message(b"ok") + ref.message(b"x" * 5000)
+    events = conn.receive_data(wire[: len(ref.message(b"ok")) + 20])
+    assert events[0] == MessagesReceived([[b"ok"]])
+    assert "exceeds max_message_size 1000" in failure(events).reason
+
+
+def _session_mechanism(backend: str, key: bytes) -> tuple[CurveClient, CurveServer]:
+    """A client and a server mechanism sharing session ``key``, without a handshake."""
+    box = get_backend(backend)
+    client = CurveClient(b"", SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET, backend=box)
+    server = CurveServer(b"", SERVER_SECRET, backend=box)
+    client._session_key = server._session_key = key
+    client._next_nonce, server._peer_nonce = 3, 2
+    client._start_session(NONCE_MESSAGE_C, NONCE_MESSAGE_S)
+    server._start_session(NONCE_MESSAGE_S, NONCE_MESSAGE_C)
+    return client, server
+
+
+def _decode(server: CurveServer, wire: bytes, chunk: int) -> list[object]:
+    decoder = FrameDecoder()
+    decoder.transform = server.decode_transform
+    items: list[object] = []
+    for start in range(0, len(wire), chunk):
+        items += decoder.feed(wire[start : start + chunk])
+        assert decoder.error is None
+    return items
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    messages=st.lists(
+        st.lists(
+            st.one_of(st.binary(max_size=300), st.sampled_from(BOUNDARY_SIZES).map(bytes)),
+            min_size=1,
+            max_size=3,
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    key=st.binary(min_size=32, max_size=32),
+    chunk=st.sampled_from([3, 1000, 1 << 20]),
+)
+def test_batched_encode_is_byte_identical_on_both_backends(
+    messages: list[list[bytes]], key: bytes, chunk: int
+) -> None:
+    if "nacl" not in BACKENDS:
+        pytest.skip("PyNaCl not installed")
+    nacl_client, nacl_server = _session_mechanism("nacl", key)
+    pure_client, pure_server = _session_mechanism("pure", key)
+    wire = nacl_client.encode_messages(messages)
+    assert wire == pure_client.encode_messages(messages)
+    assert nacl_client._next_nonce == pure_client._next_nonce == 3 + sum(map(len, messages))
+    # Each back-end decodes what the other encoded (the frames are the same bytes anyway).
+    assert _decode(nacl_server, wire, chunk) == _decode(pure_server, wire, chunk) == messages
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batched_encode_reads_back_with_the_spec_client(backend: str) -> None:
+    """Frame layout from the spec: short/long outer header, MESSAGE name, nonce, box."""
+    ref = RefClient()
+    conn = accepted(ref, backend)
+    messages = [[b"x" * size] for size in BOUNDARY_SIZES] + [[b"a", b"b" * 4096, b""]]
+    frames = frame_bodies(conn.encode_messages(messages))
+    inner_and_payload = [ref.read_message(body)[1:] for _, body in frames]
+    flat = [(0x01 if i < len(m) - 1 else 0x00, p) for m in messages for i, p in enumerate(m)]
+    assert inner_and_payload == flat
+    assert [ref.read_message(body)[0] for _, body in frames] == list(range(2, 2 + len(flat)))
+    assert [flags for flags, _ in frames] == [0x02 if len(b) > 255 else 0x00 for _, b in frames]
+
+
+#: One step of a peer's traffic for the differential test.
+Step = tuple[str, bytes, int]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["msg"] * 6 + ["replay", "tamper", "clear", "short", "gap"]),
+            st.one_of(st.binary(max_size=80), st.sampled_from([b"\x04PING\x00\x00", b"\x03SUB"])),
+            st.sampled_from([0, 0, 0, 1, 1, 2, 3, 0x40]),
+        ),
+        max_size=14,
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=5_000), max_size=5),
+)
+def test_nacl_batch_path_behaves_like_the_pure_per_frame_path(
+    steps: list[Step], cuts: list[int]
+) -> None:
+    """Differential: any mix of good and bad frames, any chunking, same events on both."""
+    if "nacl" not in BACKENDS:
+        pytest.skip("PyNaCl not installed")
+    outcomes = []
+    for backend in ("pure", "nacl"):
+        ref = RefClient()
+        conn = accepted(ref, backend)
+        wire = b""
+        for kind, payload, inner in steps:
+            if kind == "msg":
+                wire += ref.message(payload, inner=inner)
+            elif kind == "replay":
+                wire += ref.message(payload, inner=inner, nonce=max(ref.nonce - 1, 0))
+            elif kind == "gap":
+                wire += ref.message(payload, inner=inner, nonce=ref.nonce + 1000)
+                ref.nonce += 1000
+            elif kind == "tamper":
+                frame = bytearray(ref.message(payload, inner=inner))
+                frame[-1] ^= 1
+                wire += bytes(frame)
+            elif kind == "clear":
+                wire += encode_frame(payload)
+            else:
+                wire += encode_frame(parse_frame_body(ref.message(b""))[:32])
+        points = sorted({c % (len(wire) + 1) for c in cuts} | {0, len(wire)})
+        events: list[object] = []
+        for start, stop in itertools.pairwise(points):
+            events += conn.receive_data(wire[start:stop])
+        # Batches may be split differently by the chunking, so compare the flattened stream.
+        flat: list[object] = []
+        for event in events:
+            flat += event.messages if isinstance(event, MessagesReceived) else [event]
+        outcomes.append((flat, conn.state))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_nacl_without_its_cffi_module_uses_the_generic_paths(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PyNaCl's public bindings alone (no ``nacl._sodium``): per-frame paths, same bytes."""
+    if "nacl" not in BACKENDS:
+        pytest.skip("PyNaCl not installed")
+    monkeypatch.setattr(box_module, "_load_sodium", lambda: None)
+    backend = NaclBackend()
+    client, server = curve_client(backend=backend), curve_server(backend=backend)
+    pump_auth(client, server)
+    assert server.state is State.READY
+    assert not hasattr(server.mechanism.decode_transform, "decode_batch")
+    messages = [[b"x" * size] for size in BOUNDARY_SIZES] + [[b"a", b"b"]]
+    assert server.receive_data(client.encode_messages(messages)) == [MessagesReceived(messages)]
+    key = os.urandom(32)
+    plain_client, _ = _session_mechanism("pure", key)
+    nacl_client = CurveClient(b"", SERVER_PUBLIC, CLIENT_PUBLIC, CLIENT_SECRET, backend=backend)
+    nacl_client._session_key, nacl_client._next_nonce = key, 3
+    nacl_client._start_session(NONCE_MESSAGE_C, NONCE_MESSAGE_S)
+    assert nacl_client.encode_messages(messages) == plain_client.encode_messages(messages)
+
+
+def test_nonce_space_is_checked_for_the_whole_batch() -> None:
+    """Near 2**64 the exact frame count of the batch decides; nothing is sealed on failure."""
+    for backend in BACKENDS:
+        client, _ = _session_mechanism(backend, bytes(32))
+        client._next_nonce = 2**64 - 3
+        with pytest.raises(ProtocolError, match="nonce space exhausted"):
+            client.encode_messages([[b"a"], [b"b", b"c"], [b"d"]])  # 4 frames, 3 nonces left
+        assert client._next_nonce == 2**64 - 3
+        wire = client.encode_messages([[b"a"], [b"b", b"c"]])  # exactly the last 3
+        assert len(frame_bodies(wire)) == 3
+        assert client._next_nonce == 2**64
+        with pytest.raises(ProtocolError, match="nonce space exhausted"):
+            client.encode_messages([[b"e"]])

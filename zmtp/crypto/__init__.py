@@ -6,7 +6,7 @@ This package knows nothing about ZMTP; :mod:`zmtp` builds CurveZMQ on top of it.
 * :mod:`.keys`: libzmq-compatible key pairs and key parsing.
 * :mod:`.box`: ``beforenm`` / ``seal`` / ``open`` via PyNaCl when installed, else via
   ``cryptography`` plus the pure-Python XSalsa20 in :mod:`.salsa20`; :class:`SessionBox` for
-  per-connection MESSAGE traffic.
+  per-connection MESSAGE traffic; :class:`SodiumBox` for loops that call libsodium inline.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .box import (
     NoncePrefixBox,
     PureBackend,
     SessionBox,
+    SodiumBox,
     default_backend,
     get_backend,
     nacl_available,
@@ -36,6 +37,7 @@ __all__ = [
     "NoncePrefixBox",
     "PureBackend",
     "SessionBox",
+    "SodiumBox",
     "curve_keypair",
     "curve_public",
     "decode_key",
