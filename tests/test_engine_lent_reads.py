@@ -325,3 +325,36 @@ async def test_libzmq_answers_the_kick(lent_reads: list[StreamConnection]) -> No
                 await until(lambda: bool(got))
             assert got == [[b"second", b"hello"]]
     assert lent_reads  # the steady state was reached, so the kick was what ended the read
+
+
+async def test_a_lender_that_never_answers_the_kick_is_dropped() -> None:
+    """A peer that breaks RFC 37 by not answering PING cannot hold the other peers' messages
+    for ever: after ``handshake_ivl`` its connection fails like a heartbeat timeout."""
+    async with (
+        zmtp.Socket(zmtp.ROUTER, linger=0, handshake_ivl=0.3) as router,
+        router.monitor() as monitor,
+    ):
+        endpoint = await router.bind(bindable("tcp"))
+        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+        got: list[list[bytes]] = []
+
+        async def serve() -> None:
+            got.append(await steady_recv(router))
+
+        peer = RawPeer(await anyio.connect_tcp(host, int(port)))
+        try:
+            await peer.handshake("DEALER", extra={"Identity": b"mute"})
+            await wait_event(monitor, zmtp.HandshakeSucceeded)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(serve)
+                await raw_steady_recv(peer, router)
+                async with zmtp.Socket(zmtp.DEALER, linger=0, identity=b"other") as other:
+                    await other.connect(endpoint)
+                    await other.send(b"hello")
+                    assert await peer.read_command() == (b"PING", b"\x00\x00")  # never answered
+                    event = await wait_event(monitor, zmtp.Disconnected)
+                    assert "no answer to PING" in event.reason
+                    await until(lambda: bool(got))
+            assert got == [[b"other", b"hello"]]
+        finally:
+            await peer.aclose()

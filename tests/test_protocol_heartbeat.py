@@ -18,6 +18,7 @@ from tests.test_protocol_helpers import (
     ready_connection,
     split_commands,
 )
+from zmtp.errors import ProtocolError
 from zmtp.protocol import (
     Command,
     CommandReceived,
@@ -370,3 +371,46 @@ def test_commands_between_heartbeats_still_surface() -> None:
     conn = heartbeating(heartbeat_ivl=1.0)
     wire = commands.ping(0) + encode_command(b"X-ACK", b"7")
     assert conn.receive_data(wire, T0 + 0.5) == [CommandReceived(b"X-ACK", b"7")]
+
+
+# -------------------------------------------------------------------------- PING on demand
+
+
+def test_send_ping_queues_a_ping_without_a_deadline_by_default() -> None:
+    conn = heartbeating()
+    conn.send_ping(T0)
+    assert conn.data_to_send() == PING_NO_TTL
+    assert conn.next_deadline() is None
+    assert conn.handle_timers(T0 + 1e6) == []
+
+
+def test_send_ping_with_answer_within_fails_a_silent_peer() -> None:
+    conn = heartbeating()
+    conn.send_ping(T0, answer_within=2.0)
+    assert conn.data_to_send() == PING_NO_TTL
+    assert conn.next_deadline() == T0 + 2.0
+    assert conn.handle_timers(T0 + 1.9) == []
+    reason = only_failure(conn.handle_timers(T0 + 2.0)).reason
+    assert "no answer to PING" in reason
+    assert conn.state is State.CLOSED
+
+
+def test_any_traffic_answers_a_ping_sent_on_demand() -> None:
+    conn = heartbeating()
+    conn.send_ping(T0, answer_within=2.0)
+    conn.data_to_send()
+    assert conn.receive_data(EMPTY_PONG, T0 + 1.0) == []
+    assert conn.next_deadline() is None
+    assert conn.handle_timers(T0 + 10.0) == []
+
+
+def test_send_ping_keeps_the_first_deadline() -> None:
+    conn = heartbeating()
+    conn.send_ping(T0, answer_within=2.0)
+    conn.send_ping(T0 + 1.0, answer_within=2.0)
+    assert conn.next_deadline() == T0 + 2.0
+
+
+def test_send_ping_before_the_handshake_is_refused() -> None:
+    with pytest.raises(ProtocolError, match="handshake"):
+        Connection("DEALER").send_ping(0.0)

@@ -45,6 +45,8 @@ class Options:
     #: ``ZMQ_RECONNECT_IVL_MAX``: if > reconnect_ivl, the delay doubles up to this.
     reconnect_ivl_max: float = 0.0
     #: ``ZMQ_HANDSHAKE_IVL``: the whole handshake must finish in this time (None/0 = no limit).
+    #: Also the time a peer has to answer the PING that ends a lent read (see
+    #: zmtp/engine/stream.py) before its connection is dropped as dead.
     handshake_ivl: float | None = 30.0
     #: ``ZMQ_HEARTBEAT_IVL``: send a PING this often (0 = off). We always answer PINGs.
     heartbeat_ivl: float = 0.0

@@ -66,7 +66,6 @@ from anyio.lowlevel import checkpoint
 
 from ..auth.policy import authenticate, zap_address
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
-from ..protocol import commands
 from ..protocol.connection import Connection
 from ..protocol.events import (
     AuthenticationRequested,
@@ -271,12 +270,16 @@ class StreamConnection:
             return None
         if conn.has_output:
             self._wake_writer()
+        self._rearm_timer()
+        return bool(events)
+
+    def _rearm_timer(self) -> None:
+        """Wake the timer loop earlier if the protocol armed an earlier timer."""
         timer = self._timer_scope
         if timer is not None:
-            deadline = conn.next_deadline()
+            deadline = self.conn.next_deadline()
             if deadline is not None and deadline < timer.deadline:
                 timer.deadline = deadline
-        return bool(events)
 
     # ------------------------------------------------------------------ lent reads
 
@@ -317,10 +320,15 @@ class StreamConnection:
         a cancel scope around every lent read, which costs more than the loop pass lent reads
         save; this is rare, so instead we ask the peer for a PONG: every ZMTP 3.1 peer answers
         a PING at once (libzmq in its I/O thread), its bytes end the read, and the PONG is
-        dropped. Peers speaking ZMTP 3.0, which has no PING, are never lent."""
+        dropped. Peers speaking ZMTP 3.0, which has no PING, are never lent; one that does not
+        answer within ``handshake_ivl`` is dropped like a heartbeat timeout."""
         if self._lent and not self._kicked and self._lend_ok:
             self._kicked = True
-            self._send_command(commands.PING, b"\x00\x00")  # TTL 0, no context
+            # A peer that does not answer within handshake_ivl is treated as dead, so that a
+            # non-conforming lender cannot hold the other peers' messages for ever.
+            self.conn.send_ping(anyio.current_time(), self.socket.options.handshake_ivl)
+            self._wake_writer()
+            self._rearm_timer()
 
     async def _wait_lease_returned(self) -> None:
         while self._lent:

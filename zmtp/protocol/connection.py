@@ -117,6 +117,7 @@ class Connection:
         self._next_ping: float | None = None
         self._ping_timeout: float | None = None
         self._ttl_deadline: float | None = None
+        self._pong_deadline: float | None = None  # see send_ping
 
     # ------------------------------------------------------------------ output
 
@@ -142,14 +143,30 @@ class Connection:
             raise ProtocolError("commands can only be sent once the handshake is complete")
         self._out.append(self.mechanism.encode_command(encode_command(name, data)))
 
+    def send_ping(self, now: float, answer_within: float | None = None) -> None:
+        """Queue a PING outside the heartbeat schedule (the engine's way to make the peer send
+        something). With ``answer_within``, the connection fails unless some traffic arrives
+        within that many seconds: RFC 37 requires every peer to answer a PING, so silence means
+        a dead or non-conforming peer."""
+        if self.state is not State.READY:
+            raise ProtocolError("a PING can only be sent once the handshake is complete")
+        self._out.append(self.mechanism.encode_command(commands.ping()))
+        if answer_within and self._pong_deadline is None:
+            self._pong_deadline = now + answer_within
+
     # ------------------------------------------------------------------ input
 
     def receive_data(self, data: bytes, now: float = 0.0) -> list[Event]:
         """Feed bytes read from the transport; returns the resulting events in order."""
         state = self.state
         if state is State.READY:
-            if self._ping_timeout is not None or self._ttl_deadline is not None:
-                self._ping_timeout = self._ttl_deadline = None  # any traffic is a sign of life
+            if (
+                self._ping_timeout is not None
+                or self._ttl_deadline is not None
+                or self._pong_deadline is not None
+            ):
+                # Any traffic is a sign of life.
+                self._ping_timeout = self._ttl_deadline = self._pong_deadline = None
             decoder = self._decoder
             items = decoder.feed(data)
             if decoder.error is not None:
@@ -352,6 +369,7 @@ class Connection:
             self._next_ping,
             self._ping_timeout,
             self._ttl_deadline,
+            self._pong_deadline,
         ):
             if t is not None and (best is None or t < best):
                 best = t
@@ -368,6 +386,8 @@ class Connection:
             return self._fail("heartbeat TTL expired: peer went silent", "timeout", [])
         if self._ping_timeout is not None and now >= self._ping_timeout:
             return self._fail("heartbeat timeout: no traffic after PING", "timeout", [])
+        if self._pong_deadline is not None and now >= self._pong_deadline:
+            return self._fail("no answer to PING: peer dead or not following RFC 37", "timeout", [])
         if self._next_ping is not None and now >= self._next_ping:
             self._out.append(self.mechanism.encode_command(commands.ping(self._hb_ttl_ds)))
             self._next_ping = now + self._hb_ivl
@@ -385,7 +405,7 @@ class Connection:
         during = self.state is not State.READY
         self.state = State.CLOSED
         self._handshake_deadline = self._next_ping = self._ping_timeout = None
-        self._ttl_deadline = None
+        self._ttl_deadline = self._pong_deadline = None
         events.append(ConnectionFailed(reason, kind, during))
         return events
 
