@@ -69,6 +69,12 @@ class FanOut:
             pipes = list(pipes)
             if any(p.outbox.full for p in pipes):
                 return False
+        if ext is None:  # the publisher's hot loop, once per subscriber: HWM check inlined
+            for pipe in pipes:
+                outbox = pipe.outbox
+                if len(outbox.items) < outbox.capacity:
+                    pipe.send(parts)
+            return True
         for pipe in pipes:
             if pipe.outbox.full or (ext is not None and not ext.can_send(pipe)):
                 continue  # this subscriber's copy is dropped, the others still get theirs
