@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from zmtp import interop
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
@@ -27,3 +29,11 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert "zmtp interop" in interop
     ci_script = (ROOT / ".ci" / "run").read_text().splitlines()
     assert tests in ci_script
+
+
+def test_readme_counts_the_interop_rows() -> None:
+    """The README says how many rows ``zmtp interop`` runs: every registered row, once per
+    backend. Adding rows means updating that sentence."""
+    rows = len(interop.REGISTRY) * len(interop.BACKENDS)
+    stated = re.findall(r"on asyncio and trio: (\d+) rows", " ".join(README.split()))
+    assert stated == [str(rows)], f"README states {stated}, the registry has {rows} rows"

@@ -16,7 +16,9 @@ helpers keep polling the libzmq socket while they wait, and touch it before ever
 
 The built-in rows live in :mod:`zmtp.interop_rows`, one module per area (``sockets``:
 PUSH/PULL/PAIR and request-reply, every standard pairing; ``pubsub``: PUB/SUB/XPUB/XSUB, every
-standard pairing; ``security``: CURVE and PLAIN in both roles). They register into
+standard pairing; ``security``: CURVE and PLAIN in both roles; ``options``: probe_router,
+router_notify (ours only: DRAFT in libzmq), connect_routing_id, invert_matching, conflate).
+They register into
 :data:`REGISTRY` when this module is imported.
 
 Adding rows
