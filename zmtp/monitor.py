@@ -26,7 +26,10 @@ class PeerInfo:
     zmtp_version: tuple[int, int]  #: (3, 0) or (3, 1)
     mechanism: str  #: "NULL", "PLAIN", "CURVE"
     endpoint: str  #: the endpoint we bound or connected
-    address: str  #: the peer's transport address ("127.0.0.1:5555", a path, "inproc")
+    #: The peer's transport address: "127.0.0.1:5555"; for ipc the path we connected to, or on
+    #: an accepted connection libzmq's "localhost:uid:gid:pid" of the peer process (Linux;
+    #: "" elsewhere); "inproc".
+    address: str
     user_id: str = ""  #: set by authentication on a server
     #: The peer's long-term CURVE public key: the client's on a server (what authentication
     #: checked, and what the QoS layer keys peers by), the server's on a client.

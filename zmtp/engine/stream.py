@@ -76,6 +76,7 @@ from ..protocol.events import (
     MessagesReceived,
 )
 from ..protocol.mechanism import AuthRequest
+from ..transport.streams import ipc_peer_credentials
 from .pipe import Pipe
 
 if TYPE_CHECKING:
@@ -381,7 +382,8 @@ class StreamConnection:
         assert self._auth_request is not None
         request = replace(
             self._auth_request,
-            address=zap_address(self.address),
+            # ipc: libzmq's "localhost:uid:gid:pid" on both sides; tcp: the IP.
+            address=ipc_peer_credentials(self.stream) or zap_address(self.address),
             identity=self.socket.options.identity,
         )
         self._auth_request = None
