@@ -299,7 +299,6 @@ class StreamConnection:
         try:
             return await self.stream.receive(self._read_size)
         except _STREAM_ERRORS as exc:
-            self._lent = False  # (so that _end does not interrupt this very read)
             self._end(_describe_io_error(exc), "io")
             return None
         finally:
@@ -325,8 +324,6 @@ class StreamConnection:
         answer within ``handshake_ivl`` is dropped like a heartbeat timeout."""
         if self._lent and not self._kicked and self._lend_ok:
             self._kicked = True
-            # A peer that does not answer within handshake_ivl is treated as dead, so that a
-            # non-conforming lender cannot hold the other peers' messages for ever.
             self.conn.send_ping(anyio.current_time(), self.socket.options.handshake_ivl)
             self._wake_writer()
             self._rearm_timer()
