@@ -396,6 +396,22 @@ def ours_briefly(sock: zmtp.Socket) -> Callable[[], Awaitable[list[bytes] | None
     return recv
 
 
+async def send_until_received(radio: zmtp.Socket, dish: zmtp.Socket, group: bytes) -> None:
+    """Probe ``group`` from a RADIO until the DISH gets one: over tcp/ipc/inproc until its JOIN
+    has reached the RADIO; over udp until the RADIO's socket is open (or past a lost
+    datagram), as UDP gives no other signal."""
+    briefly = ours_briefly(dish)
+
+    async def recv() -> list[bytes] | None:
+        message = await briefly()
+        if message is None:
+            return None
+        assert message[0] == group
+        return message[1:]
+
+    await probe_until_received(lambda data: radio.send_group(group, data), recv)
+
+
 def zmq_briefly(sock: Any) -> Callable[[], Awaitable[list[bytes] | None]]:
     def poll_recv() -> list[bytes] | None:
         if sock.poll(10):

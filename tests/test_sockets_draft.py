@@ -18,11 +18,11 @@ from ._sockets_util import (
     linked,
     message,
     nothing_pending,
-    ours_briefly,
     probe_until_received,
     raw_client,
     raw_server,
     recv_within,
+    send_until_received,
     wait_event,
 )
 
@@ -111,24 +111,6 @@ async def test_client_server_wire_format_and_multipart_input_dropped() -> None:
 
 
 # ---------------------------------------------------------------------- RADIO / DISH
-
-
-async def send_until_received(radio: zmtp.Socket, dish: zmtp.Socket, group: bytes) -> None:
-    """Send on ``group`` until the DISH gets it: its JOIN has reached the RADIO."""
-
-    async def send(data: bytes) -> None:
-        await radio.send_group(group, data)
-
-    briefly = ours_briefly(dish)
-
-    async def recv() -> list[bytes] | None:
-        message = await briefly()
-        if message is None:
-            return None
-        assert message[0] == group
-        return message[1:]
-
-    await probe_until_received(send, recv)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -32,9 +32,8 @@ from zmtp.transport.udp import MAX_DATAGRAM, check_endpoint, decode_datagram, en
 from ._sockets_util import (
     TIMEOUT,
     nothing_pending,
-    ours_briefly,
-    probe_until_received,
     recv_within,
+    send_until_received,
     wait_event,
 )
 
@@ -69,21 +68,6 @@ async def receive_within(sock: UDPSocket) -> bytes:
     with anyio.fail_after(TIMEOUT):
         data, _ = await sock.receive()
     return data
-
-
-async def send_until_received(radio: zmtp.Socket, dish: zmtp.Socket, group: bytes) -> None:
-    """Probe ``group`` until the DISH gets one: the RADIO opens its socket in the background,
-    and until then (or if a datagram is lost) nothing arrives; UDP gives no other signal."""
-    briefly = ours_briefly(dish)
-
-    async def recv() -> list[bytes] | None:
-        message = await briefly()
-        if message is None:
-            return None
-        assert message[0] == group
-        return message[1:]
-
-    await probe_until_received(lambda data: radio.send_group(group, data), recv)
 
 
 @asynccontextmanager

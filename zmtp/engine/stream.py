@@ -309,10 +309,9 @@ class StreamConnection:
                 wakeup.set()
 
     def process_lent(self, data: bytes) -> None:
-        """Apply a lent read's bytes (delivers messages to the pipe like the reader does)."""
-        if self._process_input(data) is not None and self._auth_request is not None:
-            # Cannot happen after the handshake (authentication is part of it); guard anyway.
-            self._end("authentication requested after the handshake", "protocol")
+        """Apply a lent read's bytes (delivers messages to the pipe like the reader does; no
+        authentication can be pending: reads are lent only after the handshake)."""
+        self._process_input(data)
 
     def kick(self) -> None:
         """End a lent read that is waiting for this peer because a message is ready
