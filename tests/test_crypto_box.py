@@ -1,8 +1,9 @@
 """crypto_box back-ends, the pure Salsa20 family and SessionBox.
 
-Known answers come from the shared vectors (NaCl/libsodium test suites); both back-ends must also
-be byte-identical to each other on random inputs. PyNaCl is a test dependency: without it the
-``nacl`` cases fail (never skip), so a broken environment cannot pass silently.
+Known answers come from ``tests/vectors/crypto.json`` (NaCl/libsodium test suites); both
+back-ends must also be byte-identical to each other on random inputs. PyNaCl is a test
+dependency: without it the ``nacl`` cases fail (never skip), so a broken environment cannot pass
+silently.
 """
 
 from __future__ import annotations

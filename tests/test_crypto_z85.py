@@ -1,4 +1,4 @@
-"""Z85 (RFC 32) and CURVE key helpers against the shared known-answer vectors."""
+"""Z85 (RFC 32) and CURVE key helpers against the known-answer vectors in ``tests/vectors/``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Bad input closes only the offending connection, with a monitor event that says why, while
-another, healthy connection on the same socket keeps working (DESIGN.md, "Correctness")."""
+another, healthy connection on the same socket keeps working (the project's rule for bad input)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Heartbeats (ZMTP 3.1 PING/PONG, libzmq-interop §2.2) between our sockets and against a raw
-peer scripted byte by byte: PINGs are sent, answered, and silence is punished."""
+"""Heartbeats (ZMTP 3.1 PING/PONG, docs/libzmq-notes.md#heartbeats) between our sockets and against
+a raw peer scripted byte by byte: PINGs are sent, answered, and silence is punished."""
 
 from __future__ import annotations
 

@@ -185,7 +185,8 @@ async def test_libzmq_sub_resubscribes_after_our_publisher_restarts(transport: s
         async with zmtp.Socket(zmtp.XPUB, linger=0) as xpub2:
             await xpub2.bind(endpoint)
             # libzmq re-sends its subscriptions only once the application thread handles the
-            # reconnection (libzmq-interop.md §2.7): keep touching the SUB while waiting.
+            # reconnection (docs/libzmq-notes.md#bound-libzmq-sockets-attach-peers-lazily): keep
+            # touching the SUB while waiting.
             with anyio.fail_after(TIMEOUT):
                 while True:
                     zsub.getsockopt(zmq.EVENTS)

@@ -100,7 +100,7 @@ async def test_libzmq_req_our_router(transport: str, ours_binds: bool) -> None:
         async with zmtp.Socket(zmtp.ROUTER, linger=0) as router:
             await connect_ours(router, zreq, transport, ours_binds)
             await zsend(zreq, [b"y"])
-            assert await recv_within(router) == [b"bob", b"", b"y"]  # §2.4: used verbatim
+            assert await recv_within(router) == [b"bob", b"", b"y"]  # used verbatim
             await router.send_multipart([b"bob", b"", b"z"])
             assert await zrecv(zreq) == [b"z"]
 
@@ -166,7 +166,8 @@ async def test_libzmq_dealers_our_router_generated_ids(transport: str, ours_bind
                 await router.send_multipart([rid, b"reply"])
                 frame = await anyio.to_thread.run_sync(functools.partial(zd.recv, copy=False))
                 assert frame.bytes == b"reply"
-                # §2.4: a ROUTER sends its Identity in READY; libzmq shows it as metadata.
+                # A ROUTER sends its Identity in READY; libzmq shows it as metadata
+                # (docs/libzmq-notes.md#null-handshake-and-ready-properties).
                 assert frame.get("Identity") == "rtr" and frame.get("Socket-Type") == "ROUTER"
             assert int.from_bytes(ids[1][1:], "big") == int.from_bytes(ids[0][1:], "big") + 1
 

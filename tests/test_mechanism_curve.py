@@ -1,4 +1,4 @@
-"""CURVE at the byte level: layouts, nonces, framing and hostile input (libzmq-interop §1.8).
+"""CURVE at the byte level: layouts, nonces, framing and hostile input (docs/libzmq-notes.md#curve).
 
 The peers driving our mechanisms here (:class:`RefClient`, :class:`RefServer`) are written from
 the byte layouts in the spec, independently of ``zmtp.protocol.curve``: they only share the box

@@ -1,4 +1,5 @@
-"""PLAIN at the byte level (RFC 24; libzmq-interop §1.7), including libzmq's malformed ERROR."""
+"""PLAIN at the byte level (RFC 24; docs/libzmq-notes.md#plain), including libzmq's malformed
+ERROR."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from zmtp.protocol.mechanism import AuthResult
 from zmtp.protocol.plain import PlainClient, PlainServer, hello, parse_hello
 
 PLAIN_GREETING = peer_greeting(mechanism=b"PLAIN")
-#: What libzmq 4.3.5 sends for a wrong password (spec §5 probe 9).
+#: What libzmq 4.3.5 sends for a wrong password (observed; docs/libzmq-notes.md#plain).
 LIBZMQ_ERROR_400 = bytes.fromhex("04095e52524f5203343030")
 PUSH_META = encode_properties({"Socket-Type": b"PUSH"})
 PULL_META = encode_properties({"Socket-Type": b"PULL"})

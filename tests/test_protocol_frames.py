@@ -1,4 +1,5 @@
-"""ZMTP framing: encoders and the incremental FrameDecoder (RFC 23/37, libzmq interop §1.2)."""
+"""ZMTP framing: encoders and the incremental FrameDecoder (RFC 23/37,
+docs/libzmq-notes.md#frames)."""
 
 from __future__ import annotations
 

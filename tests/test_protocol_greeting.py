@@ -1,4 +1,5 @@
-"""The 64-byte ZMTP 3.x greeting: ours, and reading/refusing the peer's (libzmq interop §1.1)."""
+"""The 64-byte ZMTP 3.x greeting: ours, and reading/refusing the peer's
+(docs/libzmq-notes.md#greeting-and-version-negotiation)."""
 
 from __future__ import annotations
 
@@ -189,7 +190,8 @@ def test_zmtp_2_0_and_older_majors_refused_at_the_major_byte(major: int, version
 
 
 def test_revision_2_is_spoken_to_as_3_1_like_libzmq() -> None:
-    # libzmq treats every revision other than 0 and 1 as ZMTP 3.x (spec §1.1).
+    # libzmq treats every revision other than 0 and 1 as ZMTP 3.x
+    # (docs/libzmq-notes.md#greeting-and-version-negotiation).
     conn = Connection("DEALER")
     assert conn.receive_data(peer_greeting(major=2, minor=0)) == []
     assert conn.zmtp_minor == 1

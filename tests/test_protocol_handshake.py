@@ -1,4 +1,5 @@
-"""NULL handshake, READY metadata and the socket-type check (libzmq interop §1.3, §1.4, §1.6)."""
+"""NULL handshake, READY metadata and the socket-type check (docs/libzmq-notes.md#commands,
+#null-handshake-and-ready-properties, #socket-type-check)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Timers with a fake clock: handshake timeout, PING/PONG, heartbeat timeout and TTL.
 
-libzmq interop §1.5 and §2.2. "Now" is just the float passed to the connection.
+docs/libzmq-notes.md#heartbeats. "Now" is just the float passed to the connection.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Every byte string in the shared ``libzmq_wire.json`` (observed from libzmq 4.3.5) as a test."""
+"""Every byte string in ``tests/vectors/libzmq_wire.json`` (observed from libzmq 4.3.5) as a
+test."""
 
 from __future__ import annotations
 

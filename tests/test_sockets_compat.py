@@ -1,5 +1,6 @@
-"""Socket-type compatibility (RFC 37 table, libzmq-interop.md §1.6): every type against one
-peer it must refuse, on tcp and inproc; the refusal shows in the monitor with the reason."""
+"""Socket-type compatibility (RFC 37 table, docs/libzmq-notes.md#socket-type-check): every type
+against one peer it must refuse, on tcp and inproc; the refusal shows in the monitor with the
+reason."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """PUB, SUB, XPUB, XSUB: ours against ours, and byte by byte against hand-written ZMTP 3.0 and
-3.1 peers (libzmq-interop.md §1.5, §2.6)."""
+3.1 peers (docs/libzmq-notes.md#subscriptions)."""
 
 from __future__ import annotations
 
@@ -297,7 +297,7 @@ async def test_sub_speaks_commands_to_3_1_and_legacy_messages_to_3_0() -> None:
             sub.subscribe(b"")
             sub.unsubscribe(b"topic")  # counted: not the last one, nothing on the wire
             sub.unsubscribe(b"topic")
-            if minor == 1:  # libzmq-interop.md §2.6, observed from libzmq 4.3.5
+            if minor == 1:  # observed from libzmq 4.3.5 (libzmq-notes.md#subscriptions)
                 expected = [
                     bytes.fromhex("040f09") + b"SUBSCRIBEtopic",
                     bytes.fromhex("040f09") + b"SUBSCRIBEtopic",
@@ -348,7 +348,7 @@ async def test_xsub_forwards_raw_subscriptions_as_data_frames() -> None:
             peer = await server.accept()
             await peer.handshake("XPUB")
             await wait_event(mon, zmtp.HandshakeSucceeded)  # else it goes out from the trie
-        await xsub.send(b"\x01abc")  # as libzmq: a data frame even to a 3.1 peer (§2.6)
+        await xsub.send(b"\x01abc")  # as libzmq: a data frame even to a 3.1 peer
         assert await peer.read_raw_frame() == bytes.fromhex("00040161") + b"bc"
         xsub.subscribe(b"def")  # the API form is a command
         assert await peer.read_raw_frame() == bytes.fromhex("040d09") + b"SUBSCRIBEdef"

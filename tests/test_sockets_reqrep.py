@@ -1,5 +1,6 @@
 """REQ, REP, DEALER, ROUTER: ours against ours on every transport, and byte by byte against a
-hand-written ZMTP peer (the envelopes of libzmq-interop.md §2.4-2.5)."""
+hand-written ZMTP peer (the envelopes of
+docs/libzmq-notes.md#req-rep-dealer-and-router-envelopes)."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ async def test_req_wire_format_and_malformed_replies_are_dropped_not_fatal() -> 
         props = await peer.handshake("REP")
         assert props["Socket-Type"] == b"REQ" and props["Identity"] == b""
         await req.send_multipart([b"a", b"b"])
-        # libzmq-interop.md §2.5: 01 00 | 01 01 61 | 00 01 62
+        # as libzmq's REQ (libzmq-notes.md): 01 00 | 01 01 61 | 00 01 62
         assert await peer.read_exact(8) == bytes.fromhex("0100010161000162")
         await peer.send(message(b"no-delimiter"))  # libzmq would drop the connection here
         await peer.send(message(b"x", b"", b"wrong first frame"))
@@ -199,7 +200,7 @@ async def test_rep_wire_format_echoes_envelope() -> None:
             await peer.send(message(b"hop1", b"", b"req"))
             assert await recv_within(rep) == [b"req"]
             await rep.send(b"rep")
-            # libzmq-interop.md §2.5: 01 04 hop1 | 01 00 | 00 03 rep
+            # as libzmq's REP (libzmq-notes.md): 01 04 hop1 | 01 00 | 00 03 rep
             assert (
                 await peer.read_exact(13)
                 == bytes.fromhex("0104") + b"hop1" + bytes.fromhex("01000003") + b"rep"

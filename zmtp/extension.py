@@ -3,7 +3,7 @@
 Subclass :class:`SocketExtension`, override what you need, and install it with
 ``socket.install_extension(ext)`` before the first bind/connect. Every hook has a no-op
 default, and a socket without an extension never calls any of them: the hot paths test one
-attribute against None. The hooks, matching DESIGN.md:
+attribute against None. The hooks (docs/extensions.md lists them too):
 
 1. :meth:`handshake_properties` - extra READY/INITIATE metadata we advertise (``X-QoS``...).
 2. :meth:`validate_peer` - after the handshake, reject a peer with a reason

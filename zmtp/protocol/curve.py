@@ -15,7 +15,7 @@ INITIATE belongs to this connection's WELCOME; the vouch proves the owner of the
 also owns the transient key C' and meant to talk to S. The short nonces are per-direction
 counters that must strictly increase, which makes a replayed or reordered MESSAGE detectable.
 
-libzmq specifics honoured here (spec/libzmq-interop.md §1.8):
+libzmq specifics honoured here (docs/libzmq-notes.md#curve):
 
 * MESSAGE travels in a ZMTP *message* frame (outer flags 0x00, or 0x02 when long), never a
   command frame: libzmq drops a MESSAGE that arrives in a command frame. We accept outer flags

@@ -6,9 +6,9 @@ bytes but accepts a long size for a small body, so the decoder does too. It is s
 safety needs it: reserved flag bits and MORE on a command are protocol errors, and
 ``max_message_size`` is checked from the header, before any of the body is buffered.
 
-Performance shape (see DESIGN.md): one parser loop over a buffer + offset that handles every
-complete frame of a chunk, hands out ``bytes`` slices, and joins large bodies once instead of
-growing a buffer chunk by chunk.
+Performance shape (docs/architecture.md, "The protocol core"): one parser loop over a buffer +
+offset that handles every complete frame of a chunk, hands out ``bytes`` slices, and joins large
+bodies once instead of growing a buffer chunk by chunk.
 """
 
 from __future__ import annotations

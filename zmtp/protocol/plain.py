@@ -10,7 +10,7 @@
 PLAIN authenticates but does not encrypt: anyone on the path reads the password. Use it on
 trusted networks, or with CURVE's big brother (TLS) in front.
 
-libzmq quirks handled here (see spec/libzmq-interop.md §1.7):
+libzmq quirks handled here (see docs/libzmq-notes.md#plain):
 
 * libzmq 4.3.x sends its ERROR malformed: ``5e 'RROR' len reason`` (``"\\x05ERROR"`` in C is
   ``\\x5E`` followed by ``RROR``). As a command body that has a name length of 94 and does not
