@@ -41,7 +41,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 def in_lent_read(sock: zmtp.Socket) -> bool:
-    return sock._lent_conn is not None
+    return sock.engine.lent_connection is not None
 
 
 @pytest.fixture

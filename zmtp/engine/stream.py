@@ -80,7 +80,7 @@ from ..transport.streams import ipc_peer_credentials
 from .pipe import Pipe
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .contract import ConnectionHost
 
 logger = logging.getLogger("zmtp")
 
@@ -99,7 +99,7 @@ class StreamConnection:
 
     def __init__(
         self,
-        socket: Socket,
+        socket: ConnectionHost,
         stream: ByteStream,
         endpoint: str,
         address: str,
@@ -113,9 +113,9 @@ class StreamConnection:
         opts = socket.options
         self.conn = Connection(
             socket.socket_type,
-            mechanism=socket._make_mechanism(),
+            mechanism=socket.make_mechanism(),
             identity=opts.identity,
-            extra_properties=socket._extension_properties(),
+            extra_properties=socket.extension_properties(),
             max_message_size=opts.max_message_size,
             handshake_timeout=opts.handshake_ivl,
             heartbeat_ivl=opts.heartbeat_ivl,
@@ -208,11 +208,11 @@ class StreamConnection:
         if self.handshaken and pipe is not None:
             pipe.outbox.on_data = _noop  # the writer is gone; the pipe may outlive us
             pipe.inbox.on_space = _noop
-            self.socket._pipe_disconnected(pipe, reason)
-            self.socket._emit(Disconnected(self.endpoint, reason, self.address))
+            self.socket.pipe_disconnected(pipe, reason)
+            self.socket.emit(Disconnected(self.endpoint, reason, self.address))
         else:
             kind = "closed" if self.end_kind == "io" else self.end_kind
-            self.socket._emit(HandshakeFailed(self.endpoint, reason, kind, self.address))
+            self.socket.emit(HandshakeFailed(self.endpoint, reason, kind, self.address))
 
     # ------------------------------------------------------------------ reading
 
@@ -221,7 +221,7 @@ class StreamConnection:
         socket = self.socket
         read_size = socket.options.read_size
         # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yields.
-        can_answer = socket._strategy.can_send
+        can_answer = socket.strategy.can_send
         fifo = _fifo_scheduler()
         while True:
             if self._lent:
@@ -239,7 +239,7 @@ class StreamConnection:
                 return
             finally:
                 self._reader_receiving = False
-            receiver_waiting = socket._recv_wakeup is not None
+            receiver_waiting = socket.receivers_waiting
             delivered = self._process_input(data)
             if delivered is None:
                 return
@@ -351,10 +351,10 @@ class StreamConnection:
             if type(event) is MessagesReceived:
                 assert self.pipe is not None
                 self._eager_ok = True  # the application's next send is likely an answer
-                socket._incoming(self.pipe, event.messages)
+                socket.incoming(self.pipe, event.messages)
             elif type(event) is CommandReceived:
                 assert self.pipe is not None
-                socket._command(self.pipe, event.name, event.data)
+                socket.command(self.pipe, event.name, event.data)
             elif type(event) is HandshakeComplete:
                 reason = self._on_handshake(event)
                 if reason is not None:
@@ -405,11 +405,11 @@ class StreamConnection:
         )
         socket = self.socket
         if self.pipe is None:
-            self.pipe = socket._new_pipe(self.endpoint, persistent=False)
+            self.pipe = socket.new_pipe(self.endpoint, persistent=False)
         pipe = self.pipe
-        reason = socket._pipe_handshake(pipe, peer, self._send_command)
+        reason = socket.pipe_handshake(pipe, peer, self._send_command)
         if reason is not None:
-            socket._pipe_refused(pipe)
+            socket.pipe_refused(pipe)
             return reason
         self.handshaken = True
         pipe.stream = self
@@ -417,10 +417,10 @@ class StreamConnection:
         self._lend_ok = self.conn.zmtp_minor >= 1
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
-        if socket.extension is None and socket._strategy.can_send:
+        if socket.extension is None and socket.strategy.can_send:
             # (an extension's hooks run in the writer; a receive-only socket never answers)
             self._raw, self._raw_send = _raw_socket(self.stream)
-        socket._emit(HandshakeSucceeded(self.endpoint, peer))
+        socket.emit(HandshakeSucceeded(self.endpoint, peer))
         if pipe.outbox.items:
             self._wake_writer()  # messages queued while the connection was down
         return None
@@ -472,8 +472,8 @@ class StreamConnection:
             self._backlog = data[sent:] if sent else data
             pipe.flushing = True  # a lingering close waits for the writer to send the rest
             self._wake_writer()
-        elif self.socket._flush_wakeup is not None:
-            self.socket._written()
+        else:
+            self.socket.written()
         return True
 
     async def _write_loop(self) -> None:
@@ -531,8 +531,7 @@ class StreamConnection:
                         if flushing:
                             assert pipe is not None
                             pipe.flushing = False
-                if socket._flush_wakeup is not None:
-                    socket._written()
+                socket.written()
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
 
