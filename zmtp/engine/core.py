@@ -74,6 +74,10 @@ class SocketCore:
         self._flush_wakeup: anyio.Event | None = None
         self._running = 0
         self._idle: anyio.Event | None = None
+        #: While a close lingers: its deadline's scope (a second close may shorten it).
+        self._linger_scope: anyio.CancelScope | None = None
+        #: Set when a close has finished (a concurrent close waits on it).
+        self._closed_event: anyio.Event | None = None
 
     # ------------------------------------------------------------------ tasks
 
@@ -103,30 +107,60 @@ class SocketCore:
 
     async def close(self, linger: float | None) -> None:
         """Close: stop listening, flush for up to ``linger`` seconds (None: until written),
-        then drop every connection and wait until they are all torn down."""
-        if self.closed or self.closing:
+        then drop every connection and wait until they are all torn down.
+
+        The close protocol (docs/architecture.md, "Closing"): a cancelled close skips the rest
+        of the linger and nothing else (the teardown runs shielded, then the cancellation
+        propagates); a close while another is in progress shortens its linger to this one's
+        if that is shorter and returns when the socket is closed.
+        """
+        if self.closed:
+            return
+        if self.closing:
+            await self._join_close(linger)
             return
         self.closing = True
-        endpoints = self.endpoints
-        endpoints.stop_listening()
-        if linger is None or linger > 0:
-            with anyio.move_on_after(linger if linger is not None else math.inf):
-                await self._linger()
+        self._closed_event = anyio.Event()
+        try:
+            self.endpoints.stop_listening()
+            if linger is None or linger > 0:
+                with anyio.CancelScope(deadline=_deadline(linger)) as scope:
+                    self._linger_scope = scope
+                    await self._linger()
+        finally:
+            self._linger_scope = None
+            with anyio.CancelScope(shield=True):
+                await self._teardown()
+
+    async def _join_close(self, linger: float | None) -> None:
+        """Another task is closing: cut its linger short if ours is shorter, wait for it."""
+        scope = self._linger_scope
+        if scope is not None:
+            scope.deadline = min(scope.deadline, _deadline(linger))
+        event = self._closed_event
+        if event is not None:
+            with anyio.CancelScope(shield=True):  # bounded: the teardown has timeouts
+                await event.wait()
+
+    async def _teardown(self) -> None:
+        """Close's second half: mark closed, stop every endpoint and connection, wake blocked
+        tasks, wait until every task has ended, then report Closed and MonitorStopped."""
         self.closed = True
         # Closed is reported once an endpoint's connections are gone (after their
         # Disconnected), on every transport, as unbind() and disconnect() do.
-        closed = endpoints.stop_all()
+        closed = self.endpoints.stop_all()
         inproc.socket_closed(self)
         for wakeup in (self._send_wakeup, self._recv_wakeup):
             if wakeup is not None:
                 wakeup.set()
-        with anyio.CancelScope(shield=True):
-            while self._running:
-                self._idle = anyio.Event()
-                await self._idle.wait()
+        while self._running:
+            self._idle = anyio.Event()
+            await self._idle.wait()
         for endpoint in closed:
             self.emit(Closed(endpoint))
         self.emit(MonitorStopped())
+        if self._closed_event is not None:
+            self._closed_event.set()
 
     async def _linger(self) -> None:
         """Wait until every connection has written what was queued for it.
@@ -413,3 +447,8 @@ class SocketCore:
             inproc.drop(pipe, reason)
             return
         self.endpoints.close_connection_of(pipe, reason)
+
+
+def _deadline(linger: float | None) -> float:
+    """The absolute deadline of a linger of ``linger`` seconds (None: none)."""
+    return math.inf if linger is None else anyio.current_time() + max(linger, 0.0)

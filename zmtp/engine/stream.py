@@ -56,7 +56,8 @@ import contextlib
 import logging
 import math
 import os
-from collections.abc import Callable
+import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +130,10 @@ class StreamConnection:
         self._writer_wakeup: anyio.Event | None = None
         self._reader_wakeup: anyio.Event | None = None
         self._timer_scope: anyio.CancelScope | None = None
-        self._scope: anyio.CancelScope | None = None
+        #: The connection's whole life runs in this scope. Created here, not in run(), so that
+        #: a close() issued before the connection's task first runs (just accepted) still
+        #: stops it: a scope cancelled before it is entered cancels on entry.
+        self._scope = anyio.CancelScope()
         self._auth_request: AuthRequest | None = None
         #: Handshake output the writer took but whose write a teardown cancelled (see
         #: _write_loop); _shutdown sends it before closing.
@@ -154,18 +158,21 @@ class StreamConnection:
         self._lent = False
         self._kicked = False
         self._lease_wakeup: anyio.Event | None = None
+        #: How the reader receives, and whether reads may be lent at all (see
+        #: _cancel_clean_receive: asyncio's UNIX streams cannot be cancelled cleanly).
+        self._receive, self._lendable_transport = _cancel_clean_receive(stream)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def run(self) -> None:
         """Run until the connection ends; report it in the monitor; always close the stream."""
         try:
-            async with anyio.create_task_group() as tg:
-                self._scope = tg.cancel_scope
-                tg.start_soon(self._write_loop)
-                tg.start_soon(self._timer_loop)
-                await self._read_loop()
-                tg.cancel_scope.cancel()
+            with self._scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._write_loop)
+                    tg.start_soon(self._timer_loop)
+                    await self._read_loop()
+                    tg.cancel_scope.cancel()
         except Exception as exc:  # a bug must cost one connection, never the socket
             logger.exception("zmtp: internal error on connection %s", self.endpoint)
             self._end(f"internal error: {exc!r}", "protocol")
@@ -182,8 +189,7 @@ class StreamConnection:
         self._lend_ok = False  # nor lent read (one in progress ends when _shutdown closes us)
         if not self.end_reason:
             self.end_reason, self.end_kind = reason, kind
-        if self._scope is not None:
-            self._scope.cancel()
+        self._scope.cancel()
 
     async def _shutdown(self) -> None:
         self._raw = None  # also when torn down by an outer cancellation, without _end
@@ -217,7 +223,7 @@ class StreamConnection:
     # ------------------------------------------------------------------ reading
 
     async def _read_loop(self) -> None:
-        receive = self.stream.receive
+        receive = self._receive
         socket = self.socket
         read_size = socket.options.read_size
         # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yields.
@@ -414,7 +420,7 @@ class StreamConnection:
         self.handshaken = True
         pipe.stream = self
         # Lent reads need a peer that answers PING (ZMTP 3.1): see kick().
-        self._lend_ok = self.conn.zmtp_minor >= 1
+        self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
         if socket.extension is None and socket.strategy.can_send:
@@ -570,6 +576,43 @@ def _fifo_scheduler() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _cancel_clean_receive(stream: ByteStream) -> tuple[Callable[[int], Awaitable[bytes]], bool]:
+    """The reader's receive function, and whether the stream's receive may be lent.
+
+    anyio's UNIX socket stream on asyncio waits for input with ``loop.add_reader(sock,
+    future.set_result, None)`` and removes the reader in the future's done callback. When the
+    socket turns readable in the loop pass in which the waiting receive is cancelled, the
+    selector has already queued ``set_result`` and it runs on the cancelled future: asyncio
+    logs "Exception in callback Future.set_result(None) ... InvalidStateError" (no data is
+    lost). Every teardown cancels a reader, and a lent read runs in the application's cancel
+    scopes, so the noise would reach applications (docs/differences.md). There we receive with
+    ``anyio.wait_readable``, whose clean-up is synchronous, and never lend the read side (a
+    lent read waiting so could not be woken by the stream's close). tcp on asyncio (a
+    protocol-based stream) and every stream on trio use the stream's own receive.
+    """
+    raw = stream.extra(SocketAttribute.raw_socket, None)
+    if raw is None or not _fifo_scheduler() or raw.family != socket.AF_UNIX:
+        return stream.receive, True
+
+    async def receive(max_bytes: int) -> bytes:
+        await checkpoint()  # as anyio's receive: a busy stream must not starve the others
+        while True:
+            try:
+                data: bytes = raw.recv(max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(raw)
+                continue
+            except OSError as exc:
+                if raw.fileno() < 0:
+                    raise anyio.ClosedResourceError from None
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    return receive, False
 
 
 def _raw_socket(stream: ByteStream) -> tuple[Any, Callable[[bytes], int] | None]:
