@@ -212,6 +212,7 @@ class Endpoints:
         if handle.bound is None:
             inproc.unbind(core, handle.endpoint.removeprefix("inproc://"), close_connections)
             return
+        handle.bound.stop_accepting()  # then the cancel cannot lose an arriving connection
         handle.scope.cancel()  # stops accepting; the listener closes in _accept_loop
         if close_connections:
             for connection in list(handle.connections):
