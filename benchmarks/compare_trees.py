@@ -10,7 +10,7 @@ compare the ratios, never the absolute numbers, of one run.
 
 Measures ``bench_throughput.py`` PUSH -> PULL at 64 B and ``bench_latency.py`` REQ/REP,
 zmtp on asyncio and on trio. Prints one table: per case the median over cycles of each tree
-and the ratio after / before.
+and the ratio after / before, then the ratio of each cycle.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def run(tree: Path, script: str, extra: list[str], out: Path, args: argparse.Nam
     cmd = [sys.executable, str(HERE / script), *extra, "--json", str(out), "--quiet"]
     if args.repeat:
         cmd += ["--repeat", str(args.repeat)]
-    subprocess.run(cmd, env=env, check=True, timeout=args.timeout)
+    subprocess.run(cmd, env=env, check=True, timeout=args.timeout, stdout=subprocess.DEVNULL)
 
 
 def collect(out: Path, script: str) -> dict[str, float]:
@@ -75,11 +75,12 @@ def main() -> None:
                     for key, value in collect(out, script).items():
                         values[label].setdefault(key, []).append(value)
                     print(f"cycle {cycle + 1}: {label} {script} done", file=sys.stderr)
-    print(f"{'case':<52} {'before':>12} {'after':>12} {'after/before':>13}")
+    print(f"{'case':<46} {'before':>11} {'after':>11} {'ratio':>6}  per cycle")
     for key in values["before"]:
-        before = statistics.median(values["before"][key])
-        after = statistics.median(values["after"].get(key, [float("nan")]))
-        print(f"{key:<52} {before:>12.1f} {after:>12.1f} {after / before:>13.3f}")
+        befores, afters = values["before"][key], values["after"].get(key, [])
+        before, after = statistics.median(befores), statistics.median(afters)
+        cycles = " ".join(f"{a / b:.2f}" for a, b in zip(afters, befores, strict=False))
+        print(f"{key:<46} {before:>11.1f} {after:>11.1f} {after / before:>6.3f}  {cycles}")
     print(f"(medians of {args.cycles} interleaved cycles; loadavg {os.getloadavg()[0]:.1f})")
 
 
