@@ -89,7 +89,7 @@ async def recv_within(sock: zmtp.Socket, seconds: float = TIMEOUT) -> list[bytes
 async def nothing_pending(sock: zmtp.Socket) -> bool:
     """True if no message is waiting *now* (the strategy is asked directly, no waiting)."""
     await anyio.lowlevel.checkpoint()
-    return sock._strategy.try_recv() is None
+    return sock.engine.strategy.try_recv() is None
 
 
 # ---------------------------------------------------------------------- raw ZMTP peer

@@ -41,7 +41,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 def in_lent_read(sock: zmtp.Socket) -> bool:
-    return sock._lent_conn is not None
+    return sock.engine.lent_connection is not None
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def lent_reads(monkeypatch: pytest.MonkeyPatch) -> list[StreamConnection]:
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])
 async def test_request_reply_reads_are_lent_to_the_application(
-    transport: str, lent_reads: list[StreamConnection]
+    transport: str, lent_reads: list[StreamConnection], anyio_backend: str
 ) -> None:
     rounds = 50
     async with (
@@ -77,6 +77,11 @@ async def test_request_reply_reads_are_lent_to_the_application(
             for i in range(rounds):
                 await req.send(b"%d" % i)
                 assert await req.recv() == b"%d" % i
+    if anyio_backend == "asyncio" and transport == "ipc":
+        # Never lent there: anyio's UNIX stream cannot be cancelled cleanly on asyncio
+        # (zmtp/engine/stream.py, _cancel_clean_receive; tests/test_engine_close.py).
+        assert lent_reads == []
+        return
     # After the first exchange each side's reader stays parked and both recv calls read the
     # socket themselves; allow a few deliveries by the reader at the start.
     assert len(lent_reads) >= rounds, len(lent_reads)

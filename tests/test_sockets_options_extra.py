@@ -64,7 +64,7 @@ async def test_connect_routing_id_is_refused_where_it_means_nothing() -> None:
     async with zmtp.Socket(zmtp.DEALER, linger=0) as dealer:
         with pytest.raises(zmtp.UnsupportedOperation, match="only ROUTER"):
             await dealer.connect(bindable("inproc"), routing_id=b"X")
-        assert not dealer._dialers  # nothing was created
+        assert not dealer.engine.endpoints.dialers  # nothing was created
 
 
 async def test_connect_routing_id_empty_or_duplicate_is_refused() -> None:
@@ -74,7 +74,7 @@ async def test_connect_routing_id_empty_or_duplicate_is_refused() -> None:
         await router.connect(bindable("inproc"), routing_id=b"X")
         with pytest.raises(ValueError, match="already in use"):
             await router.connect(bindable("inproc"), routing_id=b"X")
-        assert len(router._dialers) == 1
+        assert len(router.engine.endpoints.dialers) == 1
 
 
 # ---------------------------------------------------------------------- probe_router
@@ -496,7 +496,7 @@ async def test_conflating_push_never_blocks_once_it_has_a_peer() -> None:
         await push.connect(unbound("ipc"))
         for i in range(100):
             await push.send(b"%d" % i)  # never waits: the queue holds only the newest
-        (pipe,) = push._pipes
+        (pipe,) = push.engine.pipes
         assert list(pipe.outbox.items) == [[b"99"]]
 
 

@@ -422,7 +422,7 @@ async def test_only_radio_connect_and_dish_bind_may_use_udp(
             await getattr(sock, method)(endpoint)
         assert f"{method}() on a {socket_type} socket" in str(info.value)
         assert "RADIO connect() and DISH bind() only" in str(info.value)
-        assert not sock._listeners and not sock._dialers and not sock._pipes
+        assert not sock.engine.endpoints.any() and not sock.engine.pipes
     assert isinstance(await monitor.receive(), zmtp.MonitorStopped)  # not even BindFailed
 
 

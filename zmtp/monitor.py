@@ -134,7 +134,14 @@ class Monitor:
     _closed: bool = False
     _detach: object = None
 
-    def _push(self, event: MonitorEvent) -> None:
+    @property
+    def ended(self) -> bool:
+        """Whether this monitor takes no more events (closed, or its socket stopped it)."""
+        return self._closed
+
+    def push(self, event: MonitorEvent) -> None:
+        """Queue ``event`` for the reader (the engine core calls this; see
+        ``SocketCore.emit``). Ignored once the monitor has ended."""
         if self._closed:
             return
         self._events.append(event)

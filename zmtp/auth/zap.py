@@ -25,6 +25,7 @@ from ..protocol.mechanism import AuthRequest, AuthResult
 from ..protocol.properties import encode_properties, parse_properties
 
 if TYPE_CHECKING:
+    from ..engine.contract import ConnectionHost
     from ..socket import Socket
     from .authenticator import AuthHandler
 
@@ -120,11 +121,11 @@ def parse_reply(frames: Sequence[bytes], request_id: bytes) -> AuthResult:
 # ---------------------------------------------------------------------------- client side
 
 
-def zap_handler_socket() -> Socket | None:
+def zap_handler_socket() -> ConnectionHost | None:
     """The socket bound at ``inproc://zeromq.zap.01`` in this process, if any."""
     from ..engine import inproc
 
-    return inproc._bound.get(_ZAP_NAME)
+    return inproc.bound_socket(_ZAP_NAME)
 
 
 async def zap_authenticate(request: AuthRequest) -> AuthResult:

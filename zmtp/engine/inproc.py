@@ -34,15 +34,15 @@ from .pipe import Pipe
 from .queue import Message, MessageQueue
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .contract import ConnectionHost
 
-_bound: dict[str, Socket] = {}
-_pending: dict[str, list[tuple[Socket, Pipe]]] = {}
+_bound: dict[str, ConnectionHost] = {}
+_pending: dict[str, list[tuple[ConnectionHost, Pipe]]] = {}
 #: Live links: dialer pipe -> (binding socket, its pipe).
-_links: dict[Pipe, tuple[Socket, Socket, Pipe]] = {}
+_links: dict[Pipe, tuple[ConnectionHost, ConnectionHost, Pipe]] = {}
 
 
-def bind(socket: Socket, name: str) -> None:
+def bind(socket: ConnectionHost, name: str) -> None:
     if name in _bound:
         raise OSError(errno.EADDRINUSE, f"inproc://{name} is already bound")
     _bound[name] = socket
@@ -50,7 +50,7 @@ def bind(socket: Socket, name: str) -> None:
         _link(name, dialer, pipe, socket)
 
 
-def connect(socket: Socket, name: str, pipe: Pipe) -> None:
+def connect(socket: ConnectionHost, name: str, pipe: Pipe) -> None:
     binder = _bound.get(name)
     if binder is None:
         _pending.setdefault(name, []).append((socket, pipe))
@@ -58,7 +58,7 @@ def connect(socket: Socket, name: str, pipe: Pipe) -> None:
         _link(name, socket, pipe, binder)
 
 
-def disconnect(socket: Socket, name: str, pipe: Pipe) -> None:
+def disconnect(socket: ConnectionHost, name: str, pipe: Pipe) -> None:
     waiting = _pending.get(name)
     if waiting is not None:
         waiting[:] = [(s, p) for s, p in waiting if p is not pipe]
@@ -67,7 +67,7 @@ def disconnect(socket: Socket, name: str, pipe: Pipe) -> None:
     _unlink(pipe, "disconnected", requeue=False)
 
 
-def unbind(socket: Socket, name: str, close_connections: bool) -> None:
+def unbind(socket: ConnectionHost, name: str, close_connections: bool) -> None:
     if _bound.get(name) is socket:
         del _bound[name]
     if close_connections:
@@ -87,7 +87,13 @@ def drop(pipe: Pipe, reason: str) -> None:
             return
 
 
-def socket_closed(socket: Socket) -> None:
+def bound_socket(name: str) -> ConnectionHost | None:
+    """The socket bound at ``inproc://name`` in this process, if any (ZAP finds its handler
+    so)."""
+    return _bound.get(name)
+
+
+def socket_closed(socket: ConnectionHost) -> None:
     """Forget every registration and link of a closing socket."""
     for name, bound in list(_bound.items()):
         if bound is socket:
@@ -103,8 +109,8 @@ def socket_closed(socket: Socket) -> None:
             _unlink(dialer_pipe, "peer closed", requeue=True)
 
 
-def _peer_info(of: Socket, endpoint: str) -> PeerInfo:
-    props = of._local_properties()
+def _peer_info(of: ConnectionHost, endpoint: str) -> PeerInfo:
+    props = of.local_properties()
     return PeerInfo(
         socket_type=of.socket_type,
         identity=props.get("Identity", b""),
@@ -116,14 +122,14 @@ def _peer_info(of: Socket, endpoint: str) -> PeerInfo:
     )
 
 
-def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
+def _link(name: str, dialer: ConnectionHost, dpipe: Pipe, binder: ConnectionHost) -> None:
     endpoint = f"inproc://{name}"
     if not compatible(dialer.socket_type, binder.socket_type):
         mismatch = (
             f"incompatible socket types: {dialer.socket_type} cannot talk to {binder.socket_type}"
         )
-        dialer._emit(HandshakeFailed(endpoint, mismatch, "protocol", "inproc"))
-        binder._emit(HandshakeFailed(endpoint, mismatch, "protocol", "inproc"))
+        dialer.emit(HandshakeFailed(endpoint, mismatch, "protocol", "inproc"))
+        binder.emit(HandshakeFailed(endpoint, mismatch, "protocol", "inproc"))
         return
     to_binder, to_dialer = dpipe.outbox, dpipe.inbox
     to_binder.capacity = hwm_capacity(dialer.options.send_hwm) + hwm_capacity(
@@ -132,7 +138,7 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
     to_dialer.capacity = hwm_capacity(binder.options.send_hwm) + hwm_capacity(
         dialer.options.recv_hwm
     )
-    bpipe = binder._new_pipe(endpoint, persistent=False, inbox=to_binder, outbox=to_dialer)
+    bpipe = binder.new_pipe(endpoint, persistent=False, inbox=to_binder, outbox=to_dialer)
     # What the dialer queued before the bind is handed over once both handshakes are done,
     # behind what its strategy sends while they run (a probe, a welcome message: the first
     # messages of a connection), which waits aside meanwhile: the queue is the binder's inbox
@@ -143,21 +149,21 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
     early: list[Message] = []
     dpipe.send = early.append
     bpipe.send = _sender(binder, bpipe, dialer, dpipe)
-    dialer._emit(Connected(endpoint, "inproc"))
-    binder._emit(Accepted(endpoint, "inproc"))
+    dialer.emit(Connected(endpoint, "inproc"))
+    binder.emit(Accepted(endpoint, "inproc"))
     dpeer, bpeer = _peer_info(binder, endpoint), _peer_info(dialer, endpoint)
 
     def to_binder_command(command: bytes, data: bytes) -> None:
-        binder._command(bpipe, command, data)
+        binder.command(bpipe, command, data)
 
     def to_dialer_command(command: bytes, data: bytes) -> None:
-        dialer._command(dpipe, command, data)
+        dialer.command(dpipe, command, data)
 
-    reason = dialer._pipe_handshake(dpipe, dpeer, to_binder_command)
+    reason = dialer.pipe_handshake(dpipe, dpeer, to_binder_command)
     if reason is None:
-        reason = binder._pipe_handshake(bpipe, bpeer, to_dialer_command)
+        reason = binder.pipe_handshake(bpipe, bpeer, to_dialer_command)
         if reason is not None:
-            dialer._pipe_disconnected(dpipe, reason)
+            dialer.pipe_disconnected(dpipe, reason)
     if reason is not None:
         # The queue is the dialer's outbox again, waiting for a peer; what its strategy sent
         # during the refused handshake is dropped (the next link sends its own).
@@ -167,13 +173,13 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
         # dialer's next message would wake the binder and be read from a refused peer.
         to_binder.on_data = to_dialer.on_space = _noop_data
         to_binder.capacity = hwm_capacity(dialer.options.send_hwm)
-        binder._pipe_refused(bpipe)
-        dialer._emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
-        binder._emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
+        binder.pipe_refused(bpipe)
+        dialer.emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
+        binder.emit(HandshakeFailed(endpoint, reason, "rejected", "inproc"))
         return
     _links[dpipe] = (dialer, binder, bpipe)
-    dialer._emit(HandshakeSucceeded(endpoint, dpeer))
-    binder._emit(HandshakeSucceeded(endpoint, bpeer))
+    dialer.emit(HandshakeSucceeded(endpoint, dpeer))
+    binder.emit(HandshakeSucceeded(endpoint, bpeer))
     # Hand both over as if just sent, so that they go through the same hooks (the dialer's
     # before_send, the binder's on_receive and filtering).
     dpipe.send = _sender(dialer, dpipe, binder, bpipe)
@@ -182,7 +188,7 @@ def _link(name: str, dialer: Socket, dpipe: Pipe, binder: Socket) -> None:
 
 
 def _sender(
-    sender: Socket, spipe: Pipe, receiver: Socket, rpipe: Pipe
+    sender: ConnectionHost, spipe: Pipe, receiver: ConnectionHost, rpipe: Pipe
 ) -> Callable[[list[bytes]], None]:
     """The function ``sender`` uses to hand ``receiver`` a message over ``spipe``, arriving
     on ``rpipe``.
@@ -192,11 +198,11 @@ def _sender(
     ``put``: no extra call per message. A sender's extension sees the message in
     ``before_send`` when it is handed over, as a stream connection's writer would show it.
     """
-    default = type(receiver._strategy).incoming_one is RoutingStrategy.incoming_one
+    default = type(receiver.strategy).incoming_one is RoutingStrategy.incoming_one
     ext = sender.extension
     if ext is None and receiver.extension is None and default:
         return rpipe.inbox.put
-    incoming_one = receiver._incoming_one
+    incoming_one = receiver.incoming_one
     if ext is None:
 
         def send(message: list[bytes]) -> None:
@@ -227,11 +233,11 @@ def _unlink(dpipe: Pipe, reason: str, requeue: bool) -> None:
     dpipe.inbox.on_space = _noop_data  # no producer any more
     bpipe.outbox = MessageQueue(hwm_capacity(binder.options.send_hwm))
     bpipe.send = bpipe.outbox.put
-    dialer._pipe_disconnected(dpipe, reason)
-    binder._pipe_disconnected(bpipe, reason)
-    dialer._emit(Disconnected(dpipe.endpoint, reason, "inproc"))
-    binder._emit(Disconnected(bpipe.endpoint, reason, "inproc"))
-    if requeue and not dialer._closing and dpipe in dialer._pipes:
+    dialer.pipe_disconnected(dpipe, reason)
+    binder.pipe_disconnected(bpipe, reason)
+    dialer.emit(Disconnected(dpipe.endpoint, reason, "inproc"))
+    binder.emit(Disconnected(bpipe.endpoint, reason, "inproc"))
+    if requeue and not dialer.closing and dialer.owns(dpipe):
         name = dpipe.endpoint.removeprefix("inproc://")
         _pending.setdefault(name, []).append((dialer, dpipe))
 

@@ -28,8 +28,8 @@ class Pipe:
     """One peer as seen by routing strategies and extensions."""
 
     __slots__ = (
-        "_command_sink",
         "attached",
+        "command_sink",
         "connected",
         "endpoint",
         "extension_state",
@@ -59,7 +59,9 @@ class Pipe:
         self.extension_state: Any = None  #: per-pipe data for an installed extension
         #: A writer took messages from the outbox and is still writing them (linger waits).
         self.flushing = False
-        self._command_sink: Callable[[bytes, bytes], None] | None = None
+        #: Where :meth:`send_command` goes: set by the engine core while a handshaken
+        #: connection is behind this pipe (None otherwise).
+        self.command_sink: Callable[[bytes, bytes], None] | None = None
         #: The live tcp/ipc connection behind this pipe (None: down, or inproc); the socket's
         #: recv may borrow its read side (lent reads, see zmtp/engine/stream.py).
         self.stream: StreamConnection | None = None
@@ -81,6 +83,7 @@ class Pipe:
 
         Raises :class:`PipeClosed` if no connection is up.
         """
-        if self._command_sink is None:
+        sink = self.command_sink
+        if sink is None:
             raise PipeClosed(f"no live connection on {self.endpoint}")
-        self._command_sink(name, data)
+        sink(name, data)

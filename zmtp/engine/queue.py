@@ -51,6 +51,20 @@ class MessageQueue:
         if was_empty and items:
             self.on_data()
 
+    def put_front(self, messages: Iterable[Message]) -> None:
+        """Put ``messages`` (in their order) ahead of everything queued, past the HWM: a
+        replay after a fail-over goes out before newer messages (extensions such as QoS use
+        it on a pipe's ``outbox``; on inproc the outbox is the peer's inbox). Keeps the
+        empty -> non-empty wake-up edge."""
+        batch = list(messages)
+        if not batch:
+            return
+        items = self.items
+        was_empty = not items
+        items.extendleft(reversed(batch))
+        if was_empty:
+            self.on_data()
+
     def get(self) -> Message:
         """Pop the oldest message (the caller checked it is not empty)."""
         items = self.items

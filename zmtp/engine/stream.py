@@ -56,7 +56,8 @@ import contextlib
 import logging
 import math
 import os
-from collections.abc import Callable
+import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ from ..transport.streams import ipc_peer_credentials
 from .pipe import Pipe
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .contract import ConnectionHost
 
 logger = logging.getLogger("zmtp")
 
@@ -99,7 +100,7 @@ class StreamConnection:
 
     def __init__(
         self,
-        socket: Socket,
+        socket: ConnectionHost,
         stream: ByteStream,
         endpoint: str,
         address: str,
@@ -113,9 +114,9 @@ class StreamConnection:
         opts = socket.options
         self.conn = Connection(
             socket.socket_type,
-            mechanism=socket._make_mechanism(),
+            mechanism=socket.make_mechanism(),
             identity=opts.identity,
-            extra_properties=socket._extension_properties(),
+            extra_properties=socket.extension_properties(),
             max_message_size=opts.max_message_size,
             handshake_timeout=opts.handshake_ivl,
             heartbeat_ivl=opts.heartbeat_ivl,
@@ -129,7 +130,10 @@ class StreamConnection:
         self._writer_wakeup: anyio.Event | None = None
         self._reader_wakeup: anyio.Event | None = None
         self._timer_scope: anyio.CancelScope | None = None
-        self._scope: anyio.CancelScope | None = None
+        #: The connection's whole life runs in this scope. Created here, not in run(), so that
+        #: a close() issued before the connection's task first runs (just accepted) still
+        #: stops it: a scope cancelled before it is entered cancels on entry.
+        self._scope = anyio.CancelScope()
         self._auth_request: AuthRequest | None = None
         #: Handshake output the writer took but whose write a teardown cancelled (see
         #: _write_loop); _shutdown sends it before closing.
@@ -154,18 +158,21 @@ class StreamConnection:
         self._lent = False
         self._kicked = False
         self._lease_wakeup: anyio.Event | None = None
+        #: How the reader receives, and whether reads may be lent at all (see
+        #: _cancel_clean_receive: asyncio's UNIX streams cannot be cancelled cleanly).
+        self._receive, self._lendable_transport = _cancel_clean_receive(stream)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def run(self) -> None:
         """Run until the connection ends; report it in the monitor; always close the stream."""
         try:
-            async with anyio.create_task_group() as tg:
-                self._scope = tg.cancel_scope
-                tg.start_soon(self._write_loop)
-                tg.start_soon(self._timer_loop)
-                await self._read_loop()
-                tg.cancel_scope.cancel()
+            with self._scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._write_loop)
+                    tg.start_soon(self._timer_loop)
+                    await self._read_loop()
+                    tg.cancel_scope.cancel()
         except Exception as exc:  # a bug must cost one connection, never the socket
             logger.exception("zmtp: internal error on connection %s", self.endpoint)
             self._end(f"internal error: {exc!r}", "protocol")
@@ -182,8 +189,7 @@ class StreamConnection:
         self._lend_ok = False  # nor lent read (one in progress ends when _shutdown closes us)
         if not self.end_reason:
             self.end_reason, self.end_kind = reason, kind
-        if self._scope is not None:
-            self._scope.cancel()
+        self._scope.cancel()
 
     async def _shutdown(self) -> None:
         self._raw = None  # also when torn down by an outer cancellation, without _end
@@ -208,20 +214,20 @@ class StreamConnection:
         if self.handshaken and pipe is not None:
             pipe.outbox.on_data = _noop  # the writer is gone; the pipe may outlive us
             pipe.inbox.on_space = _noop
-            self.socket._pipe_disconnected(pipe, reason)
-            self.socket._emit(Disconnected(self.endpoint, reason, self.address))
+            self.socket.pipe_disconnected(pipe, reason)
+            self.socket.emit(Disconnected(self.endpoint, reason, self.address))
         else:
             kind = "closed" if self.end_kind == "io" else self.end_kind
-            self.socket._emit(HandshakeFailed(self.endpoint, reason, kind, self.address))
+            self.socket.emit(HandshakeFailed(self.endpoint, reason, kind, self.address))
 
     # ------------------------------------------------------------------ reading
 
     async def _read_loop(self) -> None:
-        receive = self.stream.receive
+        receive = self._receive
         socket = self.socket
         read_size = socket.options.read_size
         # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yields.
-        can_answer = socket._strategy.can_send
+        can_answer = socket.strategy.can_send
         fifo = _fifo_scheduler()
         while True:
             if self._lent:
@@ -239,7 +245,7 @@ class StreamConnection:
                 return
             finally:
                 self._reader_receiving = False
-            receiver_waiting = socket._recv_wakeup is not None
+            receiver_waiting = socket.receivers_waiting
             delivered = self._process_input(data)
             if delivered is None:
                 return
@@ -351,10 +357,10 @@ class StreamConnection:
             if type(event) is MessagesReceived:
                 assert self.pipe is not None
                 self._eager_ok = True  # the application's next send is likely an answer
-                socket._incoming(self.pipe, event.messages)
+                socket.incoming(self.pipe, event.messages)
             elif type(event) is CommandReceived:
                 assert self.pipe is not None
-                socket._command(self.pipe, event.name, event.data)
+                socket.command(self.pipe, event.name, event.data)
             elif type(event) is HandshakeComplete:
                 reason = self._on_handshake(event)
                 if reason is not None:
@@ -405,22 +411,22 @@ class StreamConnection:
         )
         socket = self.socket
         if self.pipe is None:
-            self.pipe = socket._new_pipe(self.endpoint, persistent=False)
+            self.pipe = socket.new_pipe(self.endpoint, persistent=False)
         pipe = self.pipe
-        reason = socket._pipe_handshake(pipe, peer, self._send_command)
+        reason = socket.pipe_handshake(pipe, peer, self._send_command)
         if reason is not None:
-            socket._pipe_refused(pipe)
+            socket.pipe_refused(pipe)
             return reason
         self.handshaken = True
         pipe.stream = self
         # Lent reads need a peer that answers PING (ZMTP 3.1): see kick().
-        self._lend_ok = self.conn.zmtp_minor >= 1
+        self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
-        if socket.extension is None and socket._strategy.can_send:
+        if socket.extension is None and socket.strategy.can_send:
             # (an extension's hooks run in the writer; a receive-only socket never answers)
             self._raw, self._raw_send = _raw_socket(self.stream)
-        socket._emit(HandshakeSucceeded(self.endpoint, peer))
+        socket.emit(HandshakeSucceeded(self.endpoint, peer))
         if pipe.outbox.items:
             self._wake_writer()  # messages queued while the connection was down
         return None
@@ -472,8 +478,8 @@ class StreamConnection:
             self._backlog = data[sent:] if sent else data
             pipe.flushing = True  # a lingering close waits for the writer to send the rest
             self._wake_writer()
-        elif self.socket._flush_wakeup is not None:
-            self.socket._written()
+        else:
+            self.socket.written()
         return True
 
     async def _write_loop(self) -> None:
@@ -531,8 +537,7 @@ class StreamConnection:
                         if flushing:
                             assert pipe is not None
                             pipe.flushing = False
-                if socket._flush_wakeup is not None:
-                    socket._written()
+                socket.written()
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
 
@@ -571,6 +576,43 @@ def _fifo_scheduler() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _cancel_clean_receive(stream: ByteStream) -> tuple[Callable[[int], Awaitable[bytes]], bool]:
+    """The reader's receive function, and whether the stream's receive may be lent.
+
+    anyio's UNIX socket stream on asyncio waits for input with ``loop.add_reader(sock,
+    future.set_result, None)`` and removes the reader in the future's done callback. When the
+    socket turns readable in the loop pass in which the waiting receive is cancelled, the
+    selector has already queued ``set_result`` and it runs on the cancelled future: asyncio
+    logs "Exception in callback Future.set_result(None) ... InvalidStateError" (no data is
+    lost). Every teardown cancels a reader, and a lent read runs in the application's cancel
+    scopes, so the noise would reach applications (docs/differences.md). There we receive with
+    ``anyio.wait_readable``, whose clean-up is synchronous, and never lend the read side (a
+    lent read waiting so could not be woken by the stream's close). tcp on asyncio (a
+    protocol-based stream) and every stream on trio use the stream's own receive.
+    """
+    raw = stream.extra(SocketAttribute.raw_socket, None)
+    if raw is None or not _fifo_scheduler() or raw.family != socket.AF_UNIX:
+        return stream.receive, True
+
+    async def receive(max_bytes: int) -> bytes:
+        await checkpoint()  # as anyio's receive: a busy stream must not starve the others
+        while True:
+            try:
+                data: bytes = raw.recv(max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(raw)
+                continue
+            except OSError as exc:
+                if raw.fileno() < 0:
+                    raise anyio.ClosedResourceError from None
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    return receive, False
 
 
 def _raw_socket(stream: ByteStream) -> tuple[Any, Callable[[bytes], int] | None]:

@@ -54,7 +54,7 @@ from .queue import MessageQueue
 if TYPE_CHECKING:
     from anyio.abc import UDPSocket
 
-    from ..socket import Socket
+    from .contract import ConnectionHost
 
 logger = logging.getLogger("zmtp")
 
@@ -85,7 +85,7 @@ def check_udp(socket_type: str, operation: str, endpoint: UdpEndpoint) -> None:
 class UdpReceiver:
     """A DISH's bound udp endpoint; :meth:`run` reads it until its scope is cancelled."""
 
-    def __init__(self, socket: Socket, udp: UDPSocket, endpoint: str) -> None:
+    def __init__(self, socket: ConnectionHost, udp: UDPSocket, endpoint: str) -> None:
         self.socket = socket
         self.udp = udp
         self.endpoint = endpoint  #: resolved (the real port), as ``bind`` returns it
@@ -95,8 +95,8 @@ class UdpReceiver:
         """Deliver datagrams until ``scope`` is cancelled (unbind, close); then close the
         socket, drop the pipe (messages already queued stay readable) and set ``stopped``."""
         socket = self.socket
-        pipe = socket._new_pipe(self.endpoint, persistent=False)
-        socket._attach(pipe)
+        pipe = socket.new_pipe(self.endpoint, persistent=False)
+        socket.attach(pipe)
         inbox = pipe.inbox
         inbox.on_space = self._wake
         try:
@@ -108,7 +108,7 @@ class UdpReceiver:
             inbox.on_space = _noop
             with anyio.CancelScope(shield=True):
                 await self.udp.aclose()
-            socket._remove_pipe(pipe)
+            socket.remove_pipe(pipe)
             stopped.set()
 
     async def _read_loop(self, pipe: Pipe, inbox: MessageQueue) -> None:
@@ -131,10 +131,10 @@ class UdpReceiver:
             if isinstance(message, str):
                 self._drop(message, format_address(address))
                 continue
-            socket._incoming_one(pipe, message)
+            socket.incoming_one(pipe, message)
 
     def _drop(self, reason: str, address: str) -> None:
-        self.socket._emit(DatagramDropped(self.endpoint, reason, address))
+        self.socket.emit(DatagramDropped(self.endpoint, reason, address))
 
     def _wake(self) -> None:
         wakeup = self._wakeup
@@ -143,12 +143,12 @@ class UdpReceiver:
             wakeup.set()
 
 
-async def open_receiver(socket: Socket, endpoint: UdpEndpoint) -> UdpReceiver:
+async def open_receiver(socket: ConnectionHost, endpoint: UdpEndpoint) -> UdpReceiver:
     """Bind ``endpoint`` for a DISH. Raises OSError (address in use...) for ``bind`` to report
     as ``BindFailed``; the caller runs :meth:`UdpReceiver.run` in the endpoint's task."""
     check_udp(socket.socket_type, "bind", endpoint)
     receiver = await _open_receiver_socket(endpoint)
-    if receiver.endpoint in socket._listeners:
+    if socket.is_bound(receiver.endpoint):
         # Two binds of one multicast group and port (SO_REUSEPORT lets the second succeed).
         with anyio.CancelScope(shield=True):
             await receiver.udp.aclose()
@@ -160,7 +160,7 @@ async def open_receiver(socket: Socket, endpoint: UdpEndpoint) -> UdpReceiver:
 
 
 async def run_sender(
-    socket: Socket,
+    socket: ConnectionHost,
     pipe: Pipe,
     endpoint: UdpEndpoint,
     scope: anyio.CancelScope,
@@ -176,8 +176,8 @@ async def run_sender(
             if sender is None:
                 return
             try:
-                socket._attach(pipe)  # (already attached unless ``immediate``)
-                socket._emit(Connected(name, sender.peer_address))
+                socket.attach(pipe)  # (already attached unless ``immediate``)
+                socket.emit(Connected(name, sender.peer_address))
                 await _UdpWriter(socket, pipe, name, sender).run()
             finally:
                 await sender.aclose()
@@ -186,10 +186,10 @@ async def run_sender(
     finally:
         pipe.flushing = False
         stopped.set()
-        socket._written()  # a lingering close stops waiting for this endpoint
+        socket.written()  # a lingering close stops waiting for this endpoint
 
 
-async def _open(socket: Socket, name: str, endpoint: UdpEndpoint) -> Sender | None:
+async def _open(socket: ConnectionHost, name: str, endpoint: UdpEndpoint) -> Sender | None:
     """Open the sending socket; on failure report, wait ``reconnect_ivl`` and try again
     (None once reconnecting is disabled)."""
     opts = socket.options
@@ -197,17 +197,17 @@ async def _open(socket: Socket, name: str, endpoint: UdpEndpoint) -> Sender | No
         try:
             return await open_sender(endpoint, opts.multicast_hops, opts.multicast_loop)
         except OSError as exc:
-            socket._emit(ConnectDelayed(name, exc.strerror or str(exc)))
+            socket.emit(ConnectDelayed(name, exc.strerror or str(exc)))
         if opts.reconnect_ivl is None:
             return None
-        socket._emit(ConnectRetried(name, opts.reconnect_ivl))
+        socket.emit(ConnectRetried(name, opts.reconnect_ivl))
         await anyio.sleep(opts.reconnect_ivl)
 
 
 class _UdpWriter:
     """Writes a pipe's queued messages as datagrams (see the module docstring)."""
 
-    def __init__(self, socket: Socket, pipe: Pipe, name: str, sender: Sender) -> None:
+    def __init__(self, socket: ConnectionHost, pipe: Pipe, name: str, sender: Sender) -> None:
         self.socket = socket
         self.pipe = pipe
         self.name = name
@@ -229,7 +229,7 @@ class _UdpWriter:
                 for parts in batch:
                     await self._send(raw, parts)
                 self.pipe.flushing = False
-                self.socket._written()
+                self.socket.written()
                 await anyio.lowlevel.checkpoint()  # a steady stream must not starve the others
         finally:
             outbox.on_data = _noop
@@ -254,7 +254,7 @@ class _UdpWriter:
             self._drop(f"send failed: {exc.strerror or exc}")
 
     def _drop(self, reason: str) -> None:
-        self.socket._emit(DatagramDropped(self.name, reason, self.sender.peer_address))
+        self.socket.emit(DatagramDropped(self.name, reason, self.sender.peer_address))
 
     def _wake(self) -> None:
         wakeup = self._wakeup

@@ -9,14 +9,47 @@ report "would block", and the socket does the waiting (timeouts, cancellation).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..engine.pipe import Pipe
 from ..engine.queue import Message
 from ..errors import UnsupportedOperation
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from ..extension import SocketExtension
+    from ..options import Options
+
+
+class RoutingHost(Protocol):
+    """What a strategy may use of the socket it routes for (the socket's engine core,
+    :class:`zmtp.engine.core.SocketCore`, implements it; docs/architecture.md).
+
+    Attributes are read-only for strategies.
+    """
+
+    socket_type: str
+    options: Options
+    extension: SocketExtension | None
+    #: The socket is closing (its own close ends every connection from now on).
+    closing: bool
+
+    def is_bound(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` is still one of the socket's listeners (not unbound)."""
+        ...
+
+    def is_connected_to(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` is still one of the socket's connect() endpoints."""
+        ...
+
+    def close_pipe_connection(self, pipe: Pipe, reason: str) -> None:
+        """End the live connection behind ``pipe`` (ROUTER handover); a connect() pipe then
+        reconnects as usual."""
+        ...
+
+    def wake_receivers(self) -> None:
+        """A message is ready outside any pipe's inbox (XPUB's own subscription messages):
+        wake the tasks blocked in ``recv``."""
+        ...
 
 
 class RoutingStrategy:
@@ -32,7 +65,7 @@ class RoutingStrategy:
     #: False). Types with send rules (REQ alternation, draft single-part) set it True.
     send_check: ClassVar[bool] = False
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         self.socket = socket
 
     # --------------------------------------------------------------- pipe lifecycle
@@ -166,7 +199,7 @@ class SendOnly:
 class LoadBalancer:
     """Send round-robin to pipes that have room (libzmq ``lb_t``)."""
 
-    socket: Socket
+    socket: RoutingHost
 
     def __init__(self) -> None:
         self._out: list[Pipe] = []

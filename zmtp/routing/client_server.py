@@ -19,7 +19,7 @@ from .base import FairQueue, LoadBalancer, RoutingStrategy
 from .mixins import GeneratedIds, IdentityRouter, RoutingIds, SinglePart
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class Client(SinglePart, FairQueue, LoadBalancer, RoutingStrategy):
@@ -28,7 +28,7 @@ class Client(SinglePart, FairQueue, LoadBalancer, RoutingStrategy):
     socket_type = "CLIENT"
     send_check = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         LoadBalancer.__init__(self)
@@ -48,7 +48,7 @@ class Server(SinglePart, FairQueue, IdentityRouter, GeneratedIds, RoutingIds, Ro
     socket_type = "SERVER"
     send_check = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         IdentityRouter.__init__(self)

@@ -34,7 +34,7 @@ from .mixins import (
 )
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class Dealer(FairQueue, LoadBalancer, ProbeRouter, RoutingStrategy):
@@ -42,7 +42,7 @@ class Dealer(FairQueue, LoadBalancer, ProbeRouter, RoutingStrategy):
 
     socket_type = "DEALER"
 
-    def __new__(cls, socket: Socket) -> Dealer:
+    def __new__(cls, socket: RoutingHost) -> Dealer:
         # ZMQ_CONFLATE picks a subclass rather than a flag tested per message: the plain
         # DEALER keeps the default ``incoming_one``, which lets inproc peers put straight
         # into its inboxes.
@@ -50,7 +50,7 @@ class Dealer(FairQueue, LoadBalancer, ProbeRouter, RoutingStrategy):
             cls = ConflatingDealer
         return super().__new__(cls)
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         LoadBalancer.__init__(self)
@@ -99,7 +99,7 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
     socket_type = "ROUTER"
     attach_on_connect = False  # the routing id is only known after the handshake
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         IdentityRouter.__init__(self)
@@ -135,8 +135,8 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
             if not routing_id:
                 raise ValueError("a connect routing id must not be empty (libzmq: EINVAL)")
         # Forget the ids of endpoints that were disconnected since.
-        dialers = self.socket._dialers
-        for name in [name for name in self._pins if name not in dialers]:
+        connected_to = self.socket.is_connected_to
+        for name in [name for name in self._pins if not connected_to(name)]:
             del self._pins[name]
         if routing_id is None:
             return
@@ -176,7 +176,7 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
                 self.route_add(self._generated_id(), holder)
                 if holder.connected:
                     self._closing_here.add(holder)
-                self.socket._close_pipe_connection(holder, f"identity {identity!r} handed over")
+                self.socket.close_pipe_connection(holder, f"identity {identity!r} handed over")
             self.route_add(identity, pipe)
         return None
 
@@ -212,10 +212,11 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
         """Whether this socket ended the connection (close, disconnect, unbind): libzmq only
         notifies when the peer or the network ends it (its engine's error path)."""
         socket = self.socket
-        if socket._closing:
+        if socket.closing:
             return True
-        endpoints = socket._dialers if pipe.persistent else socket._listeners
-        return pipe.endpoint not in endpoints
+        if pipe.persistent:
+            return not socket.is_connected_to(pipe.endpoint)
+        return not socket.is_bound(pipe.endpoint)
 
     def try_send(self, parts: Message) -> bool:
         if len(parts) < 2:

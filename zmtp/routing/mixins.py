@@ -30,7 +30,7 @@ from ..errors import UnsupportedOperation
 from .base import LoadBalancer
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class RoundRobin(LoadBalancer):
@@ -61,7 +61,7 @@ class FanOut:
     full, and nothing is sent to anyone, so a retry cannot duplicate.
     """
 
-    socket: Socket
+    socket: RoutingHost
 
     def fan_out(self, pipes: Iterable[Pipe], parts: Message, nodrop: bool = False) -> bool:
         ext = self.socket.extension
@@ -169,7 +169,7 @@ class ConflateSend:
     waits, like libzmq (no pipe to write to).
     """
 
-    socket: Socket
+    socket: RoutingHost
     _out: list[Pipe]
     _next: int
 
@@ -198,7 +198,7 @@ class ProbeRouter:
     that restarted learns about us too (see docs/socket-types.md).
     """
 
-    socket: Socket
+    socket: RoutingHost
 
     def connected(self, pipe: Pipe) -> None:
         if self.socket.options.probe_router:

@@ -9,7 +9,7 @@ from ..engine.queue import Message
 from .base import FairQueue, RoutingStrategy
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class Pair(FairQueue, RoutingStrategy):
@@ -17,7 +17,7 @@ class Pair(FairQueue, RoutingStrategy):
 
     socket_type = "PAIR"
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         self._pipe: Pipe | None = None

@@ -24,7 +24,7 @@ from .mixins import conflate_put, purge_queued
 from .xpubsub import XPub, XSub
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class Pub(XPub):
@@ -34,7 +34,7 @@ class Pub(XPub):
     can_recv = False
     delivers_upstream = False
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         super().__init__(socket)
         self._verbose_subs = self._verbose_unsubs = self._manual = False
         self._send_last_pipe = False  # (libzmq accepts the option on PUB; it has no effect)
@@ -58,7 +58,7 @@ class Sub(XSub):
     socket_type = "SUB"
     can_send = False
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         super().__init__(socket)
         self._invert = socket.options.invert_matching
 

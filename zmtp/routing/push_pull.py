@@ -14,7 +14,7 @@ from .base import FairQueue, LoadBalancer, RoutingStrategy, SendOnly
 from .mixins import ConflateSend, conflate_put
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class Push(SendOnly, LoadBalancer, RoutingStrategy):
@@ -23,13 +23,13 @@ class Push(SendOnly, LoadBalancer, RoutingStrategy):
     socket_type = "PUSH"
     can_recv = False
 
-    def __new__(cls, socket: Socket) -> Push:
+    def __new__(cls, socket: RoutingHost) -> Push:
         # ZMQ_CONFLATE picks a subclass: the plain PUSH keeps the lean lb_send fast path.
         if cls is Push and socket.options.conflate:
             cls = ConflatingPush
         return super().__new__(cls)
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         LoadBalancer.__init__(self)
 
@@ -49,14 +49,14 @@ class Pull(FairQueue, RoutingStrategy):
     socket_type = "PULL"
     can_send = False
 
-    def __new__(cls, socket: Socket) -> Pull:
+    def __new__(cls, socket: RoutingHost) -> Pull:
         # As Push: the plain PULL keeps the default ``incoming_one``, which lets inproc peers
         # put straight into its inboxes.
         if cls is Pull and socket.options.conflate:
             cls = ConflatingPull
         return super().__new__(cls)
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
 

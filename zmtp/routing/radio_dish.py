@@ -29,7 +29,7 @@ from .base import FairQueue, RoutingStrategy
 from .mixins import FanOut, Groups, check_group, purge_queued
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class _Member:
@@ -74,7 +74,7 @@ class Radio(FanOut, RoutingStrategy):
     can_recv = False
     send_check = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         self._members: dict[bytes, dict[Pipe, None]] = {}  # group -> pipes (ordered set)
         #: udp:// pipes (ordered set): they take every group (see the module docstring).
@@ -163,7 +163,7 @@ class Dish(FairQueue, Groups, RoutingStrategy):
     socket_type = "DISH"
     can_send = False
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         self._groups: set[bytes] = set()

@@ -20,7 +20,7 @@ from .base import FairQueue, RoutingStrategy
 from .mixins import ProbeRouter, RoundRobin
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 #: libzmq copies the uint32 request id with memcpy: host byte order.
 _REQUEST_ID = struct.Struct("=I")
@@ -50,7 +50,7 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
     socket_type = "REQ"
     send_check = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         RoundRobin.__init__(self)
@@ -142,7 +142,7 @@ class Rep(FairQueue, RoutingStrategy):
     socket_type = "REP"
     send_check = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         self._envelope: Message | None = None  # set while a reply is owed

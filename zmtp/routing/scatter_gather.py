@@ -12,7 +12,7 @@ from .base import FairQueue, LoadBalancer, RoutingStrategy, SendOnly
 from .mixins import SinglePart
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class Scatter(SendOnly, SinglePart, LoadBalancer, RoutingStrategy):
@@ -22,7 +22,7 @@ class Scatter(SendOnly, SinglePart, LoadBalancer, RoutingStrategy):
     can_recv = False
     send_check = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         LoadBalancer.__init__(self)
 
@@ -35,7 +35,7 @@ class Gather(SinglePart, FairQueue, RoutingStrategy):
     socket_type = "GATHER"
     can_send = False
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
 

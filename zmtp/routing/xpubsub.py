@@ -26,7 +26,7 @@ from .mixins import FanOut, Subscriptions, conflate_put, conflate_send, send_fir
 from .trie import PipeTrie, RemoveResult, TopicTrie
 
 if TYPE_CHECKING:
-    from ..socket import Socket
+    from .base import RoutingHost
 
 
 class _Subscriber:
@@ -73,7 +73,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
     #: Whether (un)subscriptions and upstream messages reach the application (not for PUB).
     delivers_upstream = True
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         opts = socket.options
         self._trie: PipeTrie[Pipe] = PipeTrie()
@@ -203,7 +203,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         pending = self._pending
         pending.append((message, pipe))
         if len(pending) == 1:
-            self.socket._wake_receivers()
+            self.socket.wake_receivers()
 
     # ------------------------------------------------------------------ application side
 
@@ -274,14 +274,14 @@ class XSub(FairQueue, FanOut, Subscriptions, RoutingStrategy):
 
     socket_type = "XSUB"
 
-    def __new__(cls, socket: Socket) -> XSub:
+    def __new__(cls, socket: RoutingHost) -> XSub:
         # ZMQ_CONFLATE picks a subclass, keeping the default incoming path (and the inproc
         # shortcut that relies on it) for the plain XSUB.
         if cls is XSub and socket.options.conflate:
             cls = ConflatingXSub
         return super().__new__(cls)
 
-    def __init__(self, socket: Socket) -> None:
+    def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)
         FairQueue.__init__(self)
         self._topics = TopicTrie()

@@ -6,6 +6,7 @@ anyio ``ByteStream`` plus two strings (our endpoint, the peer's address).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -27,6 +28,22 @@ class BoundListener:
     listener: SocketListener
     endpoint: str
     unlink_path: str | None = None  #: ipc socket file to remove on close
+
+    def stop_accepting(self) -> None:
+        """Call before cancelling a pending ``accept``. On asyncio, drop the listener's
+        selector reader now: an accept the selector has already queued for this loop pass
+        would otherwise run on the cancelled wait, take the connection from the kernel, fail
+        to hand it over and log "InvalidStateError" (docs/differences.md). The connection
+        then stays in the kernel's backlog and is refused when the listener closes."""
+        raw = self.listener.extra(SocketAttribute.raw_socket, None)
+        if raw is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio: its wait_readable is cancelled cleanly
+            return
+        with contextlib.suppress(Exception):  # (NotImplementedError: no selector loop)
+            loop.remove_reader(raw)
 
     async def aclose(self) -> None:
         await self.listener.aclose()
