@@ -32,7 +32,7 @@ from .engine import inproc, udp
 from .engine.pipe import Pipe
 from .engine.queue import Message, MessageQueue
 from .engine.stream import StreamConnection
-from .errors import SocketClosed, UnsupportedOperation
+from .errors import SocketClosed, UnsupportedOperation, ZMTPError
 from .extension import SocketExtension
 from .monitor import (
     Accepted,
@@ -54,6 +54,7 @@ from .routing import STRATEGIES, RoutingStrategy
 from .routing.mixins import Groups, RoutingIds, Subscriptions
 from .routing.peer import Peer
 from .routing.radio_dish import Radio
+from .serialize import AsyncSerializers
 from .transport import InprocEndpoint, UdpEndpoint, parse_endpoint
 from .transport.streams import BoundListener, dial, listen, peer_address
 
@@ -114,7 +115,7 @@ def _as_message(parts: Iterable[Any]) -> Message:
     return message
 
 
-class Socket:
+class Socket(AsyncSerializers):
     """A ZeroMQ socket speaking ZMTP 3.1.
 
     ``Socket(zmtp.PUSH, send_hwm=100)``; options are the fields of :class:`~zmtp.Options`.
@@ -685,6 +686,25 @@ class Socket:
             self._lent_conn = None
         if data is not None:
             lender.process_lent(data)
+
+    def readable(self) -> bool:
+        """True if a message is waiting: the next ``recv``/``recv_multipart`` returns at once.
+
+        Consumes nothing (for ``Poller`` and the blocking API): a waiting message is set aside
+        and handed out, unchanged, by the next receive call.
+        """
+        if self._held is not None:
+            return True
+        if self._closed:
+            return False
+        try:
+            message = self._strategy.try_recv()
+        except ZMTPError:
+            return False  # this type cannot receive now (PUSH, a REQ with no request out)
+        if message is None:
+            return False
+        self._held = message
+        return True
 
     def __aiter__(self) -> AsyncIterator[list[bytes]]:
         return self._iterate()
