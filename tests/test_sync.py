@@ -295,3 +295,19 @@ def test_serialisation_helpers_against_pyzmq(ctx: zmq.Context[zmq.Socket[bytes]]
         assert ours.recv_serialized(lambda parts: b"+".join(parts)) == b"a+b"
         with pytest.raises(TypeError, match="str"):
             ours.send_string(b"bytes")  # type: ignore[arg-type]
+
+
+def test_req_posted_send_error_is_raised_by_the_following_recv() -> None:
+    # immediate: no connection, so the REQ cannot send; the posted send times out in the loop
+    # thread and the recv that must follow reports it.
+    with zmtp.sync.Socket(zmtp.REQ, immediate=True, send_timeout=0.2, linger=0) as req:
+        req.connect("tcp://127.0.0.1:1")
+        req.send(b"request")  # returns at once: the send is posted
+        with pytest.raises(TimeoutError):
+            req.recv()
+        req.send(b"again")  # the abandoned request does not block the next one
+
+
+def test_rep_must_receive_before_sending() -> None:
+    with zmtp.sync.Socket(zmtp.REP) as rep, pytest.raises(zmtp.InvalidState, match="REP"):
+        rep.send(b"unasked")

@@ -59,7 +59,7 @@ from typing import Any
 
 import anyio
 
-from .errors import SocketClosed
+from .errors import InvalidState, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
 from .options import Options
@@ -68,11 +68,15 @@ from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
 
 #: Messages a queued ``send`` may buffer ahead of the socket (beyond ``send_hwm``).
-SEND_BUFFER = 256
+SEND_BUFFER = 1024
 #: Most messages one ``recv`` hand-over moves to the calling thread (beyond ``recv_hwm``).
 RECV_BATCH = 256
 #: At interpreter exit, open sockets flush for at most this long (seconds) before closing.
 EXIT_LINGER = 1.0
+
+#: A sender waiting for room in a full send buffer resumes once it is this empty: waking it
+#: for every message taken would hand the GIL back and forth once per message.
+_RESUME_AT = SEND_BUFFER // 2
 
 #: Send has no per-message state to check: sends are queued in the calling thread.
 _QUEUED_SEND = frozenset({"PUSH", "PUB", "XPUB", "XSUB", "DEALER", "PAIR"})
@@ -169,6 +173,13 @@ def _call(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any)
         call.error = None  # no cycle through the traceback
         raise error
     return call.result
+
+
+def _post(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any) -> _Call:
+    """Start ``func(*args)`` on the loop thread without waiting for it."""
+    call = _Call()
+    loop.call_soon_threadsafe(_start, call, func, args)
+    return call
 
 
 def _start(call: _Call, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -277,11 +288,15 @@ class _Core:
 
     async def _pump(self) -> None:
         queue = self.outq
-        send = self.sock.send_multipart
+        send, send_one = self.sock.send_multipart, self.sock.send
         while True:
             while queue:
+                message = queue[0]
                 try:
-                    await send(queue[0])
+                    if len(message) == 1:
+                        await send_one(message[0])
+                    else:
+                        await send(message)
                 except TimeoutError:
                     continue  # the socket's send_timeout; callers time out on the buffer
                 except Exception as exc:
@@ -293,7 +308,7 @@ class _Core:
                     self.pump_idle = True
                     return
                 queue.popleft()
-                if self.space_waiters:
+                if self.space_waiters and len(queue) <= _RESUME_AT:
                     self._notify_space()
             wake = self.pump_wake = asyncio.Event()
             self.pump_idle = True
@@ -314,6 +329,17 @@ class _Core:
         inbox.append(await sock.recv_multipart())
         while len(inbox) < batch and sock.readable():
             inbox.append(await sock.recv_multipart())
+
+    async def recv_after(self, posted: _Call | None) -> list[bytes]:
+        """REQ/REP: wait for the posted send (raising its error), then receive."""
+        if posted is not None:
+            if posted.task is not None:
+                await asyncio.wait([posted.task])
+            error = posted.error
+            if error is not None:
+                posted.error = None
+                raise error
+        return await self.sock.recv_multipart()
 
     async def monitor(self) -> AsyncMonitor:
         return self.sock.monitor()
@@ -360,6 +386,10 @@ class Socket(SyncSerializers):
         self.socket_type: str = self._core.sock.socket_type
         self._queued = self.socket_type in _QUEUED_SEND
         self._batch = 1 if self.socket_type in _ONE_AT_A_TIME else RECV_BATCH
+        #: REQ/REP: sends are posted (see _send_posted); whose turn it is.
+        self._alternating = self.socket_type in _ONE_AT_A_TIME
+        self._turn = "send" if self.socket_type == "REQ" else "recv"
+        self._posted: _Call | None = None
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
         self._closed = False
@@ -443,12 +473,17 @@ class Socket(SyncSerializers):
 
     def send(self, data: bytes | bytearray | memoryview | str) -> None:
         """Send a single-part message (see :meth:`send_multipart`)."""
-        self.send_multipart((data,))
+        self._send([data] if type(data) is bytes else _message((data,)))
 
     def send_multipart(self, parts: Iterable[Any]) -> None:
         """Send one message. Blocks while the socket cannot take it; raises TimeoutError
         after ``send_timeout``."""
-        message = _message(parts)
+        self._send(_message(parts))
+
+    def _send(self, message: list[bytes]) -> None:
+        if self._alternating:
+            self._send_posted(message)
+            return
         if not self._queued:
             self._run(self._core.sock.send_multipart, message)
             return
@@ -467,13 +502,40 @@ class Socket(SyncSerializers):
             core.pump_idle = False
             self._loop.call_soon_threadsafe(core.wake_pump)
 
+    def _send_posted(self, message: list[bytes]) -> None:
+        """REQ/REP: check the request/reply alternation here, then hand the send to the loop
+        thread without waiting; the receive that must follow waits for it (one hand-over per
+        message instead of two). An error the send meets there is raised by that receive."""
+        with self._send_lock:
+            self._check_open()
+            self._raise_posted_error()
+            if self.socket_type == "REQ":
+                if self._turn == "recv" and not self._core.sock.options.req_relaxed:
+                    raise InvalidState(
+                        "REQ: a request is already pending; recv() its reply first "
+                        "(or set req_relaxed=True, or use recv_timeout to give up on it)"
+                    )
+            elif self._turn != "send":
+                raise InvalidState("REP: no request to answer; recv() a request before send()")
+            self._turn = "recv"
+            self._posted = _post(self._loop, self._core.sock.send_multipart, message)
+
+    def _raise_posted_error(self) -> None:
+        posted = self._posted
+        if posted is not None and posted.done.acquire(blocking=False):
+            self._posted = None
+            error = posted.error
+            if error is not None:
+                posted.error = None
+                raise error
+
     def _wait_for_space(self, core: _Core, queue: deque[list[bytes]]) -> None:
         timeout = core.sock.options.send_timeout
         with core.space:
             core.space_waiters += 1
             try:
                 ok = core.space.wait_for(
-                    lambda: len(queue) < SEND_BUFFER or core.closed.is_set(), timeout
+                    lambda: len(queue) <= _RESUME_AT or core.closed.is_set(), timeout
                 )
             finally:
                 core.space_waiters -= 1
@@ -505,9 +567,24 @@ class Socket(SyncSerializers):
             except IndexError:  # another thread took it
                 pass
         with self._recv_lock:
+            if self._alternating:
+                return self._recv_alternating()
             while not inbox:
                 self._run(self._core.fetch, self._batch)
             return inbox.popleft()
+
+    def _recv_alternating(self) -> list[bytes]:
+        posted, self._posted = self._posted, None
+        try:
+            message: list[bytes] = self._run(self._core.recv_after, posted)
+        except TimeoutError:
+            if self.socket_type == "REQ":
+                self._turn = "send"  # the request is abandoned (docs/socket-types.md)
+            raise
+        except InvalidState:
+            raise
+        self._turn = "send"
+        return message
 
     def readable(self) -> bool:
         """True if a message is waiting (the next receive returns at once)."""
