@@ -20,11 +20,17 @@ from .auth import Authenticator, AuthRequest, AuthResult
 from .crypto import curve_keypair, curve_public
 from .errors import (
     HostUnreachable,
+    InvalidArgument,
     InvalidState,
     MessageTooLarge,
+    OptionError,
     ProtocolError,
     SocketClosed,
+    TimedOut,
+    UnknownOption,
     UnsupportedOperation,
+    UsageError,
+    WrongType,
     ZMTPError,
 )
 from .extension import SocketExtension
@@ -48,6 +54,7 @@ from .monitor import (
 from .options import NOTIFY_CONNECT, NOTIFY_DISCONNECT, Options
 from .protocol.sockettypes import SocketType
 from .socket import Socket
+from .transport.endpoint import EndpointError
 
 __version__ = "0.1.0"
 
@@ -104,15 +111,18 @@ __all__ = [
     "Connected",
     "DatagramDropped",
     "Disconnected",
+    "EndpointError",
     "HandshakeFailed",
     "HandshakeSucceeded",
     "HostUnreachable",
+    "InvalidArgument",
     "InvalidState",
     "Listening",
     "MessageTooLarge",
     "Monitor",
     "MonitorEvent",
     "MonitorStopped",
+    "OptionError",
     "Options",
     "PeerInfo",
     "ProtocolError",
@@ -120,7 +130,11 @@ __all__ = [
     "SocketClosed",
     "SocketExtension",
     "SocketType",
+    "TimedOut",
+    "UnknownOption",
     "UnsupportedOperation",
+    "UsageError",
+    "WrongType",
     "ZMTPError",
     "__version__",
     "curve_keypair",

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .protocol.errors import WrongType
+
 #: A ``send_serialized`` serialiser: an object to the parts of one message.
 Serializer = Callable[[Any], Sequence[bytes | bytearray | memoryview | str]]
 #: A ``recv_serialized`` deserialiser: the parts of one message to an object.
@@ -53,6 +55,8 @@ class AsyncSerializers:
     """``send_string``/``recv_string``, ``send_json``/``recv_json``, ``send_pyobj``/
     ``recv_pyobj`` and ``send_serialized``/``recv_serialized`` for the async socket."""
 
+    __slots__ = ()
+
     if TYPE_CHECKING:
 
         async def send(self, data: bytes | bytearray | memoryview | str) -> None: ...
@@ -63,7 +67,7 @@ class AsyncSerializers:
     async def send_string(self, text: str, encoding: str = "utf-8") -> None:
         """Send ``text`` encoded with ``encoding`` as a single-part message."""
         if not isinstance(text, str):
-            raise TypeError(f"send_string takes a str, not {type(text).__name__}")
+            raise WrongType(f"send_string takes a str, not {type(text).__name__}")
         await self.send(text.encode(encoding))
 
     async def recv_string(self, encoding: str = "utf-8") -> str:
@@ -99,6 +103,8 @@ class AsyncSerializers:
 class SyncSerializers:
     """The same helpers for the blocking socket (:mod:`zmtp.sync`)."""
 
+    __slots__ = ()
+
     if TYPE_CHECKING:
 
         def send(self, data: bytes | bytearray | memoryview | str) -> None: ...
@@ -109,7 +115,7 @@ class SyncSerializers:
     def send_string(self, text: str, encoding: str = "utf-8") -> None:
         """Send ``text`` encoded with ``encoding`` as a single-part message."""
         if not isinstance(text, str):
-            raise TypeError(f"send_string takes a str, not {type(text).__name__}")
+            raise WrongType(f"send_string takes a str, not {type(text).__name__}")
         self.send(text.encode(encoding))
 
     def recv_string(self, encoding: str = "utf-8") -> str:

@@ -13,10 +13,11 @@ loop can neither miss a cancel nor starve the connection tasks.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from types import TracebackType
@@ -32,7 +33,7 @@ from .engine import inproc, udp
 from .engine.pipe import Pipe
 from .engine.queue import Message, MessageQueue
 from .engine.stream import StreamConnection
-from .errors import SocketClosed, UnsupportedOperation, ZMTPError
+from .errors import CLOSED, NEVER_OPENED, SocketClosed, UnsupportedOperation, ZMTPError
 from .extension import SocketExtension
 from .monitor import (
     Accepted,
@@ -47,7 +48,8 @@ from .monitor import (
     MonitorStopped,
     PeerInfo,
 )
-from .options import Options, hwm_capacity
+from .options import OPTION_NAMES, Options, get_option, hwm_capacity, set_option
+from .protocol.errors import InvalidArgument, TimedOut, UsageError, WrongType
 from .protocol.mechanism import Mechanism
 from .protocol.sockettypes import SocketType
 from .routing import STRATEGIES, RoutingStrategy
@@ -58,6 +60,10 @@ from .serialize import AsyncSerializers
 from .transport import InprocEndpoint, UdpEndpoint, parse_endpoint
 from .transport.streams import BoundListener, dial, listen, peer_address
 
+logger = logging.getLogger("zmtp")
+
+#: A lingering close logs a warning after this many seconds (see ``close``).
+LINGER_WARNING_AFTER = 3.0
 #: Fast-path calls between two scheduler yields.
 _YIELD_EVERY = 256
 #: The fast path checks for a pending cancel once every 16 calls: ``checkpoint_if_cancelled``
@@ -103,7 +109,7 @@ def _as_message(parts: Iterable[Any]) -> Message:
     """A fresh list of ``bytes`` (bytes-like and str are converted; str as UTF-8)."""
     message = list(parts)
     if not message:
-        raise ValueError("a message needs at least one part")
+        raise InvalidArgument("a message needs at least one part")
     for i, part in enumerate(message):
         if type(part) is not bytes:
             if isinstance(part, str):
@@ -111,7 +117,7 @@ def _as_message(parts: Iterable[Any]) -> Message:
             elif isinstance(part, (bytearray, memoryview)):
                 message[i] = bytes(part)
             else:
-                raise TypeError(f"message parts must be bytes, not {type(part).__name__}")
+                raise WrongType(f"message parts must be bytes, not {type(part).__name__}")
     return message
 
 
@@ -123,15 +129,45 @@ class Socket(AsyncSerializers):
     to run in; leaving the block closes it (honouring ``linger``).
     """
 
+    # No instance __dict__: assigning an attribute a socket does not have raises instead of
+    # passing silently (pyzmq's ``sock.linger = 0``; option names answer with a hint, see
+    # _option_attribute). Slots cost nothing per message, unlike a __setattr__ hook.
+    __slots__ = (
+        "__weakref__",
+        "_authenticator",
+        "_closed",
+        "_closing",
+        "_dialers",
+        "_entered",
+        "_flush_wakeup",
+        "_held",
+        "_idle",
+        "_lent_conn",
+        "_listeners",
+        "_monitors",
+        "_ops",
+        "_pipes",
+        "_recv_wakeup",
+        "_running",
+        "_send_wakeup",
+        "_strategy",
+        "_tg",
+        "extension",
+        "last_endpoint",
+        "options",
+        "socket_type",
+    )
+
     def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
         try:
             self.socket_type = SocketType(str(socket_type).upper()).value
         except ValueError:
-            raise ValueError(f"unknown socket type {socket_type!r}") from None
+            raise InvalidArgument(f"unknown socket type {socket_type!r}") from None
         strategy_cls = STRATEGIES.get(self.socket_type)
         if strategy_cls is None:
             raise NotImplementedError(f"{self.socket_type} sockets are not implemented yet")
         self.options = Options.from_kwargs(options)
+        self._authenticator: AuthHandler | None = None
         self.extension: SocketExtension | None = None
         self._strategy: RoutingStrategy = strategy_cls(self)
         self._tg: TaskGroup | None = None
@@ -158,11 +194,25 @@ class Socket(AsyncSerializers):
         state = "closed" if self._closed else "open"
         return f"<zmtp.Socket {self.socket_type} {state}>"
 
+    def set(self, name: str, value: Any) -> None:
+        """Change an option after construction, with the constructor's checks and errors.
+
+        ``send_timeout``, ``recv_timeout``, ``linger`` and ``connect_routing_id`` apply from
+        the next call; the socket type's options are fixed at construction (refused here);
+        every other option applies to connections made afterwards, as in libzmq
+        (docs/options.md).
+        """
+        set_option(self.options, name, value)
+
+    def get(self, name: str) -> Any:
+        """An option's current value (``sock.get("linger")``)."""
+        return get_option(self.options, name)
+
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Socket:
         if self._entered:
-            raise RuntimeError("a socket can be entered only once")
+            raise UsageError("a socket can be entered only once")
         self._entered = True
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -193,9 +243,9 @@ class Socket(AsyncSerializers):
 
     def _task_group(self) -> TaskGroup:
         if self._closed or self._closing:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         if self._tg is None:
-            raise SocketClosed("use the socket inside `async with` before bind/connect")
+            raise SocketClosed(NEVER_OPENED)
         return self._tg
 
     async def close(self, linger: float | _Unset | None = _UNSET) -> None:
@@ -210,7 +260,7 @@ class Socket(AsyncSerializers):
             self._stop_listener(handle, close_connections=False)
         if wait is None or wait > 0:
             with anyio.move_on_after(wait if wait is not None else math.inf):
-                await self._linger()
+                await self._linger_or_warn()
         self._closed = True
         # Closed is reported once an endpoint's connections are gone (after their
         # Disconnected), on every transport, as unbind() and disconnect() do.
@@ -248,6 +298,25 @@ class Socket(AsyncSerializers):
             self._running -= 1
             if not self._running and self._idle is not None:
                 self._idle.set()
+
+    async def _linger_or_warn(self) -> None:
+        """``_linger``, logging a warning if it is still waiting after
+        :data:`LINGER_WARNING_AFTER` seconds: a close that seems to hang says why."""
+        with anyio.move_on_after(LINGER_WARNING_AFTER):
+            await self._linger()
+            return
+        waiting = {p.endpoint: len(p.outbox.items) for p in self._pipes if p.outbox.items}
+        logger.warning(
+            "%s close() has waited %g s for %d undelivered message(s) to %s (linger=%s): "
+            "a peer is not taking them. Pass linger= to the socket or to close() to bound "
+            "the wait (linger=0 drops them).",
+            self,
+            LINGER_WARNING_AFTER,
+            sum(waiting.values()),
+            ", ".join(sorted(waiting)) or "a connection being made",
+            self.options.linger,
+        )
+        await self._linger()
 
     async def _linger(self) -> None:
         """Wait until every connection has written what was queued for it.
@@ -316,7 +385,7 @@ class Socket(AsyncSerializers):
         """
         handle = self._listeners.pop(endpoint, None)
         if handle is None:
-            raise ValueError(f"not bound to {endpoint!r}")
+            raise InvalidArgument(f"not bound to {endpoint!r}")
         self._stop_listener(handle, close_connections=True)
         if handle.bound is not None or endpoint.startswith("udp://"):
             with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts
@@ -337,7 +406,7 @@ class Socket(AsyncSerializers):
         ep = parse_endpoint(endpoint)
         name = str(ep)
         if name in self._dialers:
-            raise ValueError(f"already connected to {name!r}")
+            raise InvalidArgument(f"already connected to {name!r}")
         if isinstance(ep, UdpEndpoint):
             udp.check_udp(self.socket_type, "connect", ep)  # RADIO only
         self._strategy.prepare_connect(name, routing_id)
@@ -359,7 +428,7 @@ class Socket(AsyncSerializers):
         name = str(parse_endpoint(endpoint))
         handle = self._dialers.pop(name, None)
         if handle is None:
-            raise ValueError(f"not connected to {endpoint!r}")
+            raise InvalidArgument(f"not connected to {endpoint!r}")
         self._stop_dialer(handle)
         if not name.startswith("inproc://"):
             with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts
@@ -498,13 +567,10 @@ class Socket(AsyncSerializers):
     def install_extension(self, extension: SocketExtension) -> None:
         """Install the socket's extension (once, before the first bind/connect)."""
         if self.extension is not None:
-            raise RuntimeError("an extension is already installed")
+            raise UsageError("an extension is already installed")
         if self._listeners or self._dialers:
-            raise RuntimeError("install extensions before bind/connect")
+            raise UsageError("install extensions before bind/connect")
         self.extension = extension
-
-    #: See :attr:`authenticator`.
-    _authenticator: AuthHandler | None = None
 
     @property
     def authenticator(self) -> AuthHandler | None:
@@ -520,7 +586,7 @@ class Socket(AsyncSerializers):
     @authenticator.setter
     def authenticator(self, handler: AuthHandler | None) -> None:
         if handler is not None and not callable(getattr(handler, "authenticate", None)):
-            raise TypeError("an authenticator needs an async authenticate(request) method")
+            raise WrongType("an authenticator needs an async authenticate(request) method")
         self._authenticator = handler
 
     def wake_senders(self) -> None:
@@ -538,7 +604,7 @@ class Socket(AsyncSerializers):
         """Send a single-part message (see :meth:`send_multipart`)."""
         # The fast path is spelled out here too: one coroutine call per message matters.
         if self._closing:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         message = [data] if type(data) is bytes else _as_message((data,))
         strategy = self._strategy
         if strategy.send_check:
@@ -560,7 +626,7 @@ class Socket(AsyncSerializers):
         ``send_timeout``. If cancelled, the message was either queued whole or not at all.
         """
         if self._closing:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         message = _as_message(parts)
         strategy = self._strategy
         if strategy.send_check:
@@ -578,13 +644,15 @@ class Socket(AsyncSerializers):
     async def _send_blocking(self, message: Message) -> None:
         """Wait for a peer with room, up to ``send_timeout``."""
         strategy = self._strategy
+        if not self._entered:
+            raise SocketClosed(NEVER_OPENED)
         with self._timeout(self.options.send_timeout, "send"):
             while True:
                 if self._send_wakeup is None:
                     self._send_wakeup = anyio.Event()
                 await self._send_wakeup.wait()
                 if self._closing:
-                    raise SocketClosed("socket is closed")
+                    raise SocketClosed(CLOSED)
                 if strategy.try_send(message):
                     return
 
@@ -605,7 +673,7 @@ class Socket(AsyncSerializers):
                 await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
         if len(message) != 1:
             self._held = message  # not lost: the next recv/recv_multipart returns it
-            raise ValueError(
+            raise InvalidArgument(
                 f"received a {len(message)}-part message; use recv_multipart() for multipart"
             )
         return message[0]
@@ -635,7 +703,9 @@ class Socket(AsyncSerializers):
         """Wait for a message, up to ``recv_timeout``."""
         strategy = self._strategy
         if self._closed:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
+        if not self._entered:
+            raise SocketClosed(NEVER_OPENED)
         strategy.check_recv()
         try:
             with self._timeout(self.options.recv_timeout, "recv"):
@@ -651,7 +721,7 @@ class Socket(AsyncSerializers):
                     if message is not None:
                         return message
                     if self._closed:
-                        raise SocketClosed("socket is closed")
+                        raise SocketClosed(CLOSED)
         except TimeoutError:
             strategy.recv_timed_out()  # e.g. a REQ abandons its request (docs/socket-types.md)
             raise
@@ -721,7 +791,7 @@ class Socket(AsyncSerializers):
     def _timeout(seconds: float | None, what: str) -> AbstractContextManager[Any]:
         if seconds is None:
             return nullcontext()
-        return anyio.fail_after(seconds)
+        return _timed(seconds, what)
 
     def _wake_senders(self) -> None:
         wakeup = self._send_wakeup
@@ -967,13 +1037,55 @@ class Socket(AsyncSerializers):
         return int.from_bytes(pipe.routing_id, "big")
 
 
+@contextmanager
+def _timed(seconds: float, what: str) -> Iterator[None]:
+    """``anyio.fail_after`` whose TimeoutError says which operation and option expired."""
+    try:
+        with anyio.fail_after(seconds):
+            yield
+    except TimedOut:
+        raise
+    except TimeoutError:
+        hint = _TIMEOUT_HINTS[what]
+        raise TimedOut(f"{what} timed out after {seconds:g} s ({what}_timeout): {hint}") from None
+
+
+_TIMEOUT_HINTS = {
+    "send": "no peer could take the message (none connected, or all at their send_hwm); "
+    "check that a peer is up, or raise send_timeout (None blocks)",
+    "recv": "no message arrived; check that a peer is sending, or raise recv_timeout (None blocks)",
+}
+
+
+def option_attribute(name: str) -> property:
+    """``sock.<option>``: reads the option; assigning raises with the way to set it (pyzmq's
+    ``sock.linger = 0`` habit, where zmtp's units and validation differ)."""
+
+    def read(sock: Any) -> Any:
+        return getattr(sock.options, name)
+
+    def refuse(sock: Any, value: Any) -> None:
+        raise AttributeError(
+            f"options are not attributes: use sock.set({name!r}, {value!r}) (checked like the "
+            f"constructor; times are seconds, not pyzmq's milliseconds)"
+        )
+
+    return property(read, refuse, doc=f"The ``{name}`` option (read-only; see ``set``).")
+
+
+for _name in sorted(OPTION_NAMES):
+    if not hasattr(Socket, _name):
+        setattr(Socket, _name, option_attribute(_name))
+del _name
+
+
 def _as_bytes(value: bytes | bytearray | memoryview | str) -> bytes:
     """Topics and groups: bytes-like, or str as UTF-8 (like message parts)."""
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"expected bytes or str, not {type(value).__name__}")
+    raise WrongType(f"expected bytes or str, not {type(value).__name__}")
 
 
 def _reconnect_delay(base: float, interval: float) -> float:

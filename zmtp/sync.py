@@ -59,13 +59,15 @@ from typing import Any
 
 import anyio
 
-from .errors import InvalidState, SocketClosed
+from .errors import CLOSED, InvalidState, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
-from .options import Options
+from .options import OPTION_NAMES, Options
+from .protocol.errors import InvalidArgument, TimedOut, WrongType
 from .protocol.sockettypes import SocketType
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
+from .socket import option_attribute
 
 #: Messages a queued ``send`` may buffer ahead of the socket (beyond ``send_hwm``).
 SEND_BUFFER = 1024
@@ -358,7 +360,7 @@ def _message(parts: Iterable[Any]) -> list[bytes]:
     """A fresh list of bytes, converted as the async socket does (str as UTF-8)."""
     message = list(parts)
     if not message:
-        raise ValueError("a message needs at least one part")
+        raise InvalidArgument("a message needs at least one part")
     for i, part in enumerate(message):
         if type(part) is not bytes:
             if isinstance(part, str):
@@ -366,7 +368,7 @@ def _message(parts: Iterable[Any]) -> list[bytes]:
             elif isinstance(part, (bytearray, memoryview)):
                 message[i] = bytes(part)
             else:
-                raise TypeError(f"message parts must be bytes, not {type(part).__name__}")
+                raise WrongType(f"message parts must be bytes, not {type(part).__name__}")
     return message
 
 
@@ -379,6 +381,23 @@ class Socket(SyncSerializers):
     Options and semantics are those of :class:`zmtp.Socket` (times in seconds); every method
     blocks instead of being awaited. Use it as a context manager, or call :meth:`close`.
     """
+
+    # No instance __dict__: ``sock.linger = 0`` raises with a hint (see zmtp.socket), as on
+    # the async socket.
+    __slots__ = (
+        "__weakref__",
+        "_alternating",
+        "_batch",
+        "_closed",
+        "_core",
+        "_loop",
+        "_posted",
+        "_queued",
+        "_recv_lock",
+        "_send_lock",
+        "_turn",
+        "socket_type",
+    )
 
     def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
         self._loop = _LOOP.get()
@@ -436,9 +455,17 @@ class Socket(SyncSerializers):
         """The :class:`zmtp.Socket` behind this face; use it only on the loop thread."""
         return self._core.sock
 
+    def set(self, name: str, value: Any) -> None:
+        """Change an option (see :meth:`zmtp.Socket.set`: same checks, same rules)."""
+        self._run(self._core.sock.set, name, value)
+
+    def get(self, name: str) -> Any:
+        """An option's current value."""
+        return self._core.sock.get(name)
+
     def _check_open(self) -> None:
         if self._closed:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
 
     def _run(self, func: Callable[..., Any], *args: Any) -> Any:
         self._check_open()
@@ -489,7 +516,7 @@ class Socket(SyncSerializers):
             return
         core = self._core
         if self._closed:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         error = core.send_error
         if error is not None:
             core.send_error = None
@@ -540,10 +567,12 @@ class Socket(SyncSerializers):
             finally:
                 core.space_waiters -= 1
         if core.closed.is_set():
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         if not ok:
-            raise TimeoutError(
-                f"send timed out after {timeout} s: no peer took messages (send_timeout)"
+            raise TimedOut(
+                f"send timed out after {timeout:g} s (send_timeout): no peer took the "
+                f"{SEND_BUFFER} messages queued before it; check that a peer is up, or raise "
+                "send_timeout (None blocks)"
             )
 
     # receive
@@ -553,7 +582,7 @@ class Socket(SyncSerializers):
         message = self.recv_multipart()
         if len(message) != 1:
             self._core.inbox.appendleft(message)  # not lost: the next receive returns it
-            raise ValueError(
+            raise InvalidArgument(
                 f"received a {len(message)}-part message; use recv_multipart() for multipart"
             )
         return message[0]
@@ -690,8 +719,9 @@ class Monitor:
 
 
 async def _receive(monitor: AsyncMonitor, timeout: float | None) -> MonitorEvent | None:
-    with anyio.fail_after(math.inf if timeout is None else timeout):
+    with anyio.move_on_after(math.inf if timeout is None else timeout):
         return await monitor.receive()
+    raise TimedOut(f"no monitor event within {timeout:g} s")
 
 
 async def _wait_for(
@@ -699,8 +729,14 @@ async def _wait_for(
     kind: type[MonitorEvent] | tuple[type[MonitorEvent], ...],
     timeout: float | None,
 ) -> MonitorEvent:
-    with anyio.fail_after(math.inf if timeout is None else timeout):
+    with anyio.move_on_after(math.inf if timeout is None else timeout):
         return await monitor.wait_for(kind)
+    raise TimedOut(f"no {kind} monitor event within {timeout:g} s")
 
+
+for _name in sorted(OPTION_NAMES):
+    if not hasattr(Socket, _name):
+        setattr(Socket, _name, option_attribute(_name))
+del _name
 
 __all__ = ["EXIT_LINGER", "RECV_BATCH", "SEND_BUFFER", "Monitor", "Socket"]

@@ -21,3 +21,23 @@ class ProtocolError(ZMTPError):
 
 class MessageTooLarge(ProtocolError):
     """A frame's header announced more bytes than ``max_message_size`` allows."""
+
+
+class InvalidArgument(ZMTPError, ValueError):
+    """A value zmtp cannot use: an option out of range, a malformed endpoint, an empty
+    message, a key of the wrong length... Also a ``ValueError``, for callers that catch that."""
+
+
+class WrongType(ZMTPError, TypeError):
+    """An argument of the wrong type (a message part that is not bytes or str...). Also a
+    ``TypeError``."""
+
+
+class TimedOut(ZMTPError, TimeoutError):
+    """A ``send_timeout`` / ``recv_timeout`` (or an explicit timeout) expired. Also a
+    ``TimeoutError``; the message says which operation and which option."""
+
+
+class UsageError(ZMTPError, RuntimeError):
+    """The API was used in an order it does not allow (a socket entered twice, an extension
+    installed after bind). Also a ``RuntimeError``."""
