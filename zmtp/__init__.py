@@ -17,6 +17,7 @@ Quick use::
 from __future__ import annotations
 
 from .auth import Authenticator, AuthRequest, AuthResult
+from .context import Context
 from .crypto import curve_keypair, curve_public
 from .errors import (
     HostUnreachable,
@@ -109,6 +110,7 @@ __all__ = [
     "ConnectDelayed",
     "ConnectRetried",
     "Connected",
+    "Context",
     "DatagramDropped",
     "Disconnected",
     "EndpointError",

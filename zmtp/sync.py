@@ -672,6 +672,50 @@ class Socket(SyncSerializers):
         return Monitor(self._loop, self._run(self._core.monitor))
 
 
+class Context:
+    """pyzmq's context for ported code: ``ctx.socket(zmtp.PUSH)`` makes a blocking socket,
+    ``ctx.term()`` (or leaving ``with``) closes every socket it made. Keyword arguments are
+    default options for its sockets (a socket's own options win). Thread-safe."""
+
+    def __init__(self, **defaults: Any) -> None:
+        self.defaults = defaults
+        self._lock = threading.Lock()
+        self._sockets: list[Socket] = []
+        self.closed = False
+
+    def socket(self, socket_type: SocketType | str, **options: Any) -> Socket:
+        with self._lock:
+            if self.closed:
+                raise SocketClosed("context is terminated: make a new Context")
+            sock = Socket(socket_type, **{**self.defaults, **options})
+            self._sockets.append(sock)
+            return sock
+
+    def term(self, linger: float | _Option | None = OPTION) -> None:
+        """Close every socket this context made (each with ``linger``, by default its own
+        option)."""
+        with self._lock:
+            self.closed = True
+            sockets, self._sockets = self._sockets, []
+        for sock in reversed(sockets):
+            sock.close(linger)
+
+    def destroy(self, linger: float | None = 0) -> None:
+        """pyzmq's name for closing everything with ``linger`` (0: drop what is queued)."""
+        self.term(linger)
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.term() if exc_type is None else self.term(0)
+
+
 async def _connect(sock: AsyncSocket, endpoint: str, routing_id: bytes | None) -> None:
     await sock.connect(endpoint, routing_id=routing_id)
 
@@ -739,4 +783,4 @@ for _name in sorted(OPTION_NAMES):
         setattr(Socket, _name, option_attribute(_name))
 del _name
 
-__all__ = ["EXIT_LINGER", "RECV_BATCH", "SEND_BUFFER", "Monitor", "Socket"]
+__all__ = ["EXIT_LINGER", "OPTION", "RECV_BATCH", "SEND_BUFFER", "Context", "Monitor", "Socket"]
