@@ -92,3 +92,10 @@ async def test_a_lingering_close_warns_naming_endpoint_and_count(
     warning = [r.getMessage() for r in caplog.records if "close() has waited" in r.getMessage()]
     assert len(warning) == 1
     assert "2 undelivered message(s) to tcp://127.0.0.1:1" in warning[0]
+
+
+def test_sync_socket_warns_in_the_calling_thread() -> None:
+    with pytest.warns(UserWarning, match="did you mean send_timeout=3") as record:
+        sock = zmtp.sync.Socket(zmtp.PUSH, send_timeout=3000, linger=0)
+    assert record[0].filename == __file__  # points at this line, not the loop thread
+    sock.close()

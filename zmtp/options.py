@@ -331,7 +331,7 @@ MILLISECONDS_LOOK = 1000
 _warned: set[tuple[str, float]] = set()
 
 
-def warn_if_milliseconds(name: str, value: Any) -> None:
+def warn_if_milliseconds(name: str, value: Any, stacklevel: int = 4) -> None:
     """Warn (once per option and value) when a time option looks like pyzmq milliseconds.
 
     The rule: an ``int`` (not a float: ``1000.0`` says "I mean seconds") of at least
@@ -351,5 +351,5 @@ def warn_if_milliseconds(name: str, value: Any) -> None:
             f"milliseconds): did you mean {name}={value / 1000:g}? Write {float(value)} to "
             "keep the long time without this warning.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )

@@ -62,7 +62,7 @@ import anyio
 from .errors import CLOSED, InvalidState, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
-from .options import OPTION_NAMES, Options
+from .options import OPTION_NAMES, Options, warn_if_milliseconds
 from .protocol.errors import InvalidArgument, TimedOut, WrongType
 from .protocol.sockettypes import SocketType
 from .serialize import SyncSerializers
@@ -400,6 +400,8 @@ class Socket(SyncSerializers):
     )
 
     def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
+        for name, value in options.items():  # here, so the warning points at the caller
+            warn_if_milliseconds(name, value, stacklevel=3)
         self._loop = _LOOP.get()
         self._core: _Core = _call(self._loop, _open, socket_type, options)
         self.socket_type: str = self._core.sock.socket_type
@@ -457,6 +459,7 @@ class Socket(SyncSerializers):
 
     def set(self, name: str, value: Any) -> None:
         """Change an option (see :meth:`zmtp.Socket.set`: same checks, same rules)."""
+        warn_if_milliseconds(name, value, stacklevel=3)
         self._run(self._core.sock.set, name, value)
 
     def get(self, name: str) -> Any:
