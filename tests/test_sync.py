@@ -16,6 +16,7 @@ import pytest
 import zmq
 
 import zmtp
+import zmtp.proxy
 import zmtp.sync
 
 #: Bound for any single blocking operation in these tests (seconds).
@@ -311,3 +312,36 @@ def test_req_posted_send_error_is_raised_by_the_following_recv() -> None:
 def test_rep_must_receive_before_sending() -> None:
     with zmtp.sync.Socket(zmtp.REP) as rep, pytest.raises(zmtp.InvalidState, match="REP"):
         rep.send(b"unasked")
+
+
+def test_sync_steerable_proxy_between_pyzmq_req_and_rep(
+    ctx: zmq.Context[zmq.Socket[bytes]],
+) -> None:
+    with (
+        zmtp.sync.Socket(zmtp.ROUTER, linger=0) as frontend,
+        zmtp.sync.Socket(zmtp.DEALER, linger=0) as backend,
+        zmtp.sync.Socket(zmtp.PAIR, linger=0) as control,
+        zmtp.sync.Socket(zmtp.PAIR, linger=0) as commander,
+    ):
+        front, back = frontend.bind("tcp://127.0.0.1:*"), backend.bind("tcp://127.0.0.1:*")
+        commander.connect(control.bind("inproc://sync-proxy-control"))
+        result: list[zmtp.proxy.ProxyStatistics] = []
+        broker = threading.Thread(
+            target=lambda: result.append(
+                zmtp.sync.steerable_proxy(frontend, backend, None, control)
+            )
+        )
+        broker.start()
+        rep = pyzmq_socket(ctx, zmq.REP)
+        rep.connect(back)
+        req = pyzmq_socket(ctx, zmq.REQ)
+        req.connect(front)
+        server = threading.Thread(target=lambda: rep.send(b"re:" + rep.recv()))
+        server.start()
+        req.send(b"via the broker")
+        assert req.recv() == b"re:via the broker"
+        commander.send(b"TERMINATE")
+        broker.join(OP)
+        server.join(OP)
+        assert not broker.is_alive()
+        assert result[0].frontend.messages_in == 1 and result[0].backend.messages_in == 1

@@ -55,7 +55,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -68,6 +68,9 @@ from .protocol.sockettypes import SocketType
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
 from .socket import option_attribute
+
+if TYPE_CHECKING:
+    from .proxy import ProxyStatistics
 
 #: Messages a queued ``send`` may buffer ahead of the socket (beyond ``send_hwm``).
 SEND_BUFFER = 1024
@@ -719,6 +722,37 @@ class Context:
         self.term() if exc_type is None else self.term(0)
 
 
+def proxy(frontend: Socket, backend: Socket, capture: Socket | None = None) -> None:
+    """The blocking :func:`zmtp.proxy.proxy`: forwards until a socket is closed (from another
+    thread; raises SocketClosed then). Runs on the loop thread with the sockets' async faces;
+    do not receive on these sockets meanwhile."""
+    steerable_proxy(frontend, backend, capture)
+
+
+def steerable_proxy(
+    frontend: Socket,
+    backend: Socket,
+    capture: Socket | None = None,
+    control: Socket | None = None,
+) -> ProxyStatistics:
+    """The blocking :func:`zmtp.proxy.steerable_proxy`: returns its statistics after
+    ``TERMINATE`` on ``control``."""
+    from .proxy import steerable_proxy as run
+
+    sockets = [s for s in (frontend, backend, capture, control) if s is not None]
+    for sock in sockets:
+        sock._check_open()
+    stats: ProxyStatistics = _call(
+        frontend._loop,
+        run,
+        frontend.async_socket,
+        backend.async_socket,
+        None if capture is None else capture.async_socket,
+        None if control is None else control.async_socket,
+    )
+    return stats
+
+
 async def _connect(sock: AsyncSocket, endpoint: str, routing_id: bytes | None) -> None:
     await sock.connect(endpoint, routing_id=routing_id)
 
@@ -786,4 +820,14 @@ for _name in sorted(OPTION_NAMES):
         setattr(Socket, _name, option_attribute(_name))
 del _name
 
-__all__ = ["EXIT_LINGER", "OPTION", "RECV_BATCH", "SEND_BUFFER", "Context", "Monitor", "Socket"]
+__all__ = [
+    "EXIT_LINGER",
+    "OPTION",
+    "RECV_BATCH",
+    "SEND_BUFFER",
+    "Context",
+    "Monitor",
+    "Socket",
+    "proxy",
+    "steerable_proxy",
+]
