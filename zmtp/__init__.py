@@ -53,6 +53,7 @@ from .monitor import (
     PeerInfo,
 )
 from .options import NOTIFY_CONNECT, NOTIFY_DISCONNECT, Options
+from .poller import POLLIN, POLLOUT, Poller
 from .protocol.sockettypes import SocketType
 from .socket import Socket
 from .transport.endpoint import EndpointError
@@ -89,6 +90,8 @@ __all__ = [
     "NOTIFY_DISCONNECT",
     "PAIR",
     "PEER",
+    "POLLIN",
+    "POLLOUT",
     "PUB",
     "PULL",
     "PUSH",
@@ -127,6 +130,7 @@ __all__ = [
     "OptionError",
     "Options",
     "PeerInfo",
+    "Poller",
     "ProtocolError",
     "Socket",
     "SocketClosed",

@@ -776,6 +776,20 @@ class Socket(AsyncSerializers):
         self._held = message
         return True
 
+    async def wait_readable(self) -> None:
+        """Wait until :meth:`readable` (a message is waiting), consuming nothing (``Poller``).
+
+        Raises SocketClosed if the socket closes first.
+        """
+        while not self.readable():
+            if self._closed:
+                raise SocketClosed(CLOSED)
+            if not self._entered:
+                raise SocketClosed(NEVER_OPENED)
+            if self._recv_wakeup is None:
+                self._recv_wakeup = anyio.Event()
+            await self._recv_wakeup.wait()
+
     def __aiter__(self) -> AsyncIterator[list[bytes]]:
         return self._iterate()
 

@@ -63,6 +63,8 @@ from .errors import CLOSED, InvalidState, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
 from .options import OPTION_NAMES, Options, warn_if_milliseconds
+from .poller import POLLIN, POLLOUT
+from .poller import Poller as AsyncPoller
 from .protocol.errors import InvalidArgument, TimedOut, WrongType
 from .protocol.sockettypes import SocketType
 from .serialize import SyncSerializers
@@ -722,6 +724,53 @@ class Context:
         self.term() if exc_type is None else self.term(0)
 
 
+class Poller:
+    """The blocking twin of :class:`zmtp.poller.Poller`: ``poll(timeout)`` (seconds) returns
+    ``[(socket, events)]`` for the registered blocking sockets that are ready, consuming
+    nothing (a message already moved to a socket's receive buffer counts as waiting)."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[Socket, int] = {}
+
+    def register(self, sock: Socket, flags: int = POLLIN | POLLOUT) -> None:
+        """Watch ``sock`` for ``flags`` (registering again replaces them; 0 unregisters)."""
+        if flags:
+            self.sockets[sock] = flags
+        else:
+            self.sockets.pop(sock, None)
+
+    modify = register
+
+    def unregister(self, sock: Socket) -> None:
+        self.sockets.pop(sock, None)
+
+    def poll(self, timeout: float | None = None) -> list[tuple[Socket, int]]:
+        if not self.sockets:
+            return []
+        buffered = {s for s, f in self.sockets.items() if f & POLLIN and s._core.inbox}
+        faces = {s.async_socket: s for s in self.sockets}
+        loop = next(iter(self.sockets))._loop
+        found: list[tuple[AsyncSocket, int]] = _call(
+            loop,
+            _poll_async,
+            {s.async_socket: f for s, f in self.sockets.items()},
+            0 if buffered else timeout,
+        )
+        events = {faces[a]: e for a, e in found}
+        for sock in buffered:
+            events[sock] = events.get(sock, 0) | POLLIN
+        return [(s, events[s]) for s in self.sockets if s in events]
+
+
+async def _poll_async(
+    sockets: dict[AsyncSocket, int], timeout: float | None
+) -> list[tuple[AsyncSocket, int]]:
+    poller = AsyncPoller()
+    for sock, flags in sockets.items():
+        poller.register(sock, flags)
+    return await poller.poll(timeout)
+
+
 def proxy(frontend: Socket, backend: Socket, capture: Socket | None = None) -> None:
     """The blocking :func:`zmtp.proxy.proxy`: forwards until a socket is closed (from another
     thread; raises SocketClosed then). Runs on the loop thread with the sockets' async faces;
@@ -823,10 +872,13 @@ del _name
 __all__ = [
     "EXIT_LINGER",
     "OPTION",
+    "POLLIN",
+    "POLLOUT",
     "RECV_BATCH",
     "SEND_BUFFER",
     "Context",
     "Monitor",
+    "Poller",
     "Socket",
     "proxy",
     "steerable_proxy",
