@@ -6,9 +6,10 @@ level, under ``if TYPE_CHECKING:`` or inside a function alike; relative imports 
 1. ``zmtp.engine.*`` and ``zmtp.routing.*`` never import ``zmtp.socket`` (they see the socket
    through the contracts ``zmtp.engine.contract.ConnectionHost`` / ``zmtp.routing.base.
    RoutingHost``).
-2. ``zmtp.protocol.*`` (sans-IO) imports nothing of zmtp but ``zmtp.protocol`` and
-   ``zmtp.crypto``; ``zmtp.crypto.*`` nothing but ``zmtp.crypto``; neither imports anyio,
-   trio or sniffio.
+2. ``zmtp.protocol.*`` (sans-IO) imports nothing of zmtp but ``zmtp.protocol``,
+   ``zmtp.crypto`` and ``zmtp.base_errors``; ``zmtp.crypto.*`` nothing but ``zmtp.crypto`` and
+   ``zmtp.base_errors``; neither imports anyio, trio or sniffio. ``zmtp.base_errors`` (the root
+   of the exception hierarchy) imports nothing of zmtp at all.
 3. No ``zmtp`` module imports ``zmtp_qos`` (QoS builds on zmtp, never the reverse).
 4. No module uses another module's or class's underscore names:
 
@@ -107,8 +108,10 @@ def import_violations(module: Module) -> list[str]:
         )
         if engine_or_routing and is_under(target, "zmtp.socket"):
             found.append(f"{where}:{line}: engine/routing import {target}")
+        if module.name == "zmtp.base_errors" and ours(target):
+            found.append(f"{where}:{line}: zmtp.base_errors must import nothing of ours: {target}")
         if is_under(module.name, "zmtp.protocol") or is_under(module.name, "zmtp.crypto"):
-            allowed = ["zmtp.crypto"]
+            allowed = ["zmtp.crypto", "zmtp.base_errors"]
             if is_under(module.name, "zmtp.protocol"):
                 allowed.append("zmtp.protocol")
             if any(is_under(target, lib) for lib in ("anyio", "trio", "sniffio")):

@@ -17,14 +17,21 @@ Quick use::
 from __future__ import annotations
 
 from .auth import Authenticator, AuthRequest, AuthResult
+from .context import Context
 from .crypto import curve_keypair, curve_public
 from .errors import (
     HostUnreachable,
+    InvalidArgument,
     InvalidState,
     MessageTooLarge,
+    OptionError,
     ProtocolError,
     SocketClosed,
+    TimedOut,
+    UnknownOption,
     UnsupportedOperation,
+    UsageError,
+    WrongType,
     ZMTPError,
 )
 from .extension import SocketExtension
@@ -46,8 +53,10 @@ from .monitor import (
     PeerInfo,
 )
 from .options import NOTIFY_CONNECT, NOTIFY_DISCONNECT, Options
+from .poller import POLLIN, POLLOUT, Poller
 from .protocol.sockettypes import SocketType
 from .socket import Socket
+from .transport.endpoint import EndpointError
 
 __version__ = "0.1.0"
 
@@ -81,6 +90,8 @@ __all__ = [
     "NOTIFY_DISCONNECT",
     "PAIR",
     "PEER",
+    "POLLIN",
+    "POLLOUT",
     "PUB",
     "PULL",
     "PUSH",
@@ -102,25 +113,34 @@ __all__ = [
     "ConnectDelayed",
     "ConnectRetried",
     "Connected",
+    "Context",
     "DatagramDropped",
     "Disconnected",
+    "EndpointError",
     "HandshakeFailed",
     "HandshakeSucceeded",
     "HostUnreachable",
+    "InvalidArgument",
     "InvalidState",
     "Listening",
     "MessageTooLarge",
     "Monitor",
     "MonitorEvent",
     "MonitorStopped",
+    "OptionError",
     "Options",
     "PeerInfo",
+    "Poller",
     "ProtocolError",
     "Socket",
     "SocketClosed",
     "SocketExtension",
     "SocketType",
+    "TimedOut",
+    "UnknownOption",
     "UnsupportedOperation",
+    "UsageError",
+    "WrongType",
     "ZMTPError",
     "__version__",
     "curve_keypair",

@@ -8,10 +8,11 @@ is ``None`` instead of -1.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .crypto import curve_public, decode_key
+from .errors import OptionError, UnknownOption, WrongType
 
 #: A CURVE key as a user may give it: 40-character Z85 (str or bytes) or 32 raw bytes.
 CurveKey = str | bytes
@@ -149,31 +150,31 @@ class Options:
 
     def __post_init__(self) -> None:
         if not isinstance(self.identity, bytes) or len(self.identity) > 255:
-            raise ValueError("identity must be at most 255 bytes")
+            raise OptionError("identity must be at most 255 bytes")
         if self.identity.startswith(b"\0"):
-            raise ValueError("identities starting with a zero byte are reserved")
+            raise OptionError("identities starting with a zero byte are reserved")
         for name in ("send_hwm", "recv_hwm"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0 (0 = no limit)")
+                raise OptionError(f"{name} must be >= 0 (0 = no limit)")
         if not isinstance(self.xpub_welcome_msg, bytes):
-            raise ValueError("xpub_welcome_msg must be bytes")
+            raise OptionError("xpub_welcome_msg must be bytes")
         if (
             not isinstance(self.router_notify, int)
             or isinstance(self.router_notify, bool)
             or not 0 <= self.router_notify <= NOTIFY_CONNECT | NOTIFY_DISCONNECT
         ):
-            raise ValueError(
+            raise OptionError(
                 "router_notify takes flags: 0, NOTIFY_CONNECT (1), NOTIFY_DISCONNECT (2) "
                 f"or both (3), not {self.router_notify!r}"
             )
         if not isinstance(self.connect_routing_id, bytes):
             # Any length and any first byte, as libzmq: the id never goes on the wire, and a
             # clash with a generated id is refused when connect() uses it.
-            raise ValueError("connect_routing_id must be bytes (b'' = none)")
+            raise OptionError("connect_routing_id must be bytes (b'' = none)")
         if self.heartbeat_ttl < 0 or self.heartbeat_ttl > 6553.5:
-            raise ValueError("heartbeat_ttl must be between 0 and 6553.5 seconds")
+            raise OptionError("heartbeat_ttl must be between 0 and 6553.5 seconds")
         if not 1 <= self.multicast_hops <= 255:
-            raise ValueError("multicast_hops must be between 1 and 255")
+            raise OptionError("multicast_hops must be between 1 and 255")
         self.security_mechanism()
 
     def security_mechanism(self) -> str:
@@ -188,17 +189,17 @@ class Options:
                 try:
                     setattr(self, name, decode_key(value))
                 except (TypeError, ValueError) as exc:
-                    raise ValueError(f"{name}: {exc}") from None
+                    raise OptionError(f"{name}: {exc}") from None
         for name in ("plain_username", "plain_password"):
             value = getattr(self, name)
             if value is not None:
                 if not isinstance(value, (str, bytes)):
-                    raise TypeError(f"{name} must be str or bytes")
+                    raise WrongType(f"{name} must be str or bytes")
                 raw = value.encode("utf-8") if isinstance(value, str) else value
                 if len(raw) > 255:
-                    raise ValueError(f"{name} must be at most 255 bytes (UTF-8)")
+                    raise OptionError(f"{name} must be at most 255 bytes (UTF-8)")
         if not isinstance(self.zap_domain, str) or len(self.zap_domain.encode()) > 255:
-            raise ValueError("zap_domain must be a str of at most 255 bytes")
+            raise OptionError("zap_domain must be a str of at most 255 bytes")
         curve = self.curve_server or self.curve_serverkey is not None
         plain = (
             self.plain_server
@@ -206,23 +207,23 @@ class Options:
             or (self.plain_password is not None)
         )
         if curve and plain:
-            raise ValueError("both CURVE and PLAIN options are set: choose one mechanism")
+            raise OptionError("both CURVE and PLAIN options are set: choose one mechanism")
         if self.curve_server and self.curve_serverkey is not None:
-            raise ValueError("curve_server and curve_serverkey are exclusive (server or client)")
+            raise OptionError("curve_server and curve_serverkey are exclusive (server or client)")
         if self.plain_server and (self.plain_username is not None):
-            raise ValueError("plain_server and plain_username are exclusive (server or client)")
+            raise OptionError("plain_server and plain_username are exclusive (server or client)")
         if self.curve_publickey is not None and self.curve_secretkey is None:
-            raise ValueError("curve_publickey is set without curve_secretkey")
+            raise OptionError("curve_publickey is set without curve_secretkey")
         if self.curve_secretkey is not None:
             derived = decode_key(curve_public(self.curve_secretkey))
             if self.curve_publickey is None:
                 self.curve_publickey = derived
             elif self.curve_publickey != derived:
-                raise ValueError("curve_publickey does not belong to curve_secretkey")
+                raise OptionError("curve_publickey does not belong to curve_secretkey")
         if curve:
             if self.curve_secretkey is None:
                 role = "curve_server" if self.curve_server else "a CURVE client"
-                raise ValueError(f"{role} needs curve_secretkey (see zmtp.crypto.curve_keypair)")
+                raise OptionError(f"{role} needs curve_secretkey (see zmtp.crypto.curve_keypair)")
             return "CURVE"
         return "PLAIN" if plain else "NULL"
 
@@ -231,13 +232,140 @@ class Options:
         """Build options, rejecting unknown names with the list of valid ones."""
         known = {f.name for f in fields(cls)}
         unknown = set(kwargs) - known
+        if len(unknown) == 1:
+            raise UnknownOption(_unknown(unknown.pop()))
         if unknown:
-            raise TypeError(
+            raise UnknownOption(
                 f"unknown socket option(s) {sorted(unknown)}; valid options: {sorted(known)}"
             )
+        for name, value in kwargs.items():
+            warn_if_milliseconds(name, value)
         return cls(**kwargs)
 
 
 def hwm_capacity(hwm: int) -> float:
     """A high-water mark as a queue capacity (0 means unlimited, as in libzmq)."""
     return math.inf if hwm == 0 else hwm
+
+
+#: Options a socket reads at the moment it sends, receives or closes: ``set`` changes them for
+#: the very next call.
+IMMEDIATE = frozenset({"send_timeout", "recv_timeout", "linger", "connect_routing_id"})
+#: Options the socket type copies when the socket is made (its routing behaviour): pass them
+#: to the constructor; ``set`` refuses them rather than pretending.
+FIXED = frozenset(
+    {
+        "conflate",
+        "req_relaxed",
+        "req_correlate",
+        "router_mandatory",
+        "router_handover",
+        "router_notify",
+        "probe_router",
+        "xpub_verbose",
+        "xpub_verboser",
+        "xpub_manual",
+        "xpub_manual_last_value",
+        "xpub_nodrop",
+        "xpub_welcome_msg",
+        "invert_matching",
+    }
+)
+#: Every other option is read when a connection (or bind, for ``backlog``) is made, as in
+#: libzmq: changing it affects later connections only (HWMs, security, heartbeats, identity,
+#: reconnect intervals, handshake_ivl, max_message_size, immediate...).
+OPTION_NAMES = frozenset(f.name for f in fields(Options))
+
+
+def set_option(options: Options, name: str, value: Any) -> None:
+    """Validate and apply one option with the constructor's checks (and errors).
+
+    The whole set is checked again, so a contradiction (CURVE and PLAIN both set) is refused
+    here too; nothing changes if the check fails.
+    """
+    if name not in OPTION_NAMES:
+        raise UnknownOption(_unknown(name))
+    if name in FIXED:
+        raise OptionError(
+            f"{name} is fixed when the socket is made (its type's routing reads it once): "
+            f"pass {name}=... to Socket(...)"
+        )
+    warn_if_milliseconds(name, value)
+    checked = replace(options, **{name: value})  # runs __post_init__: every check
+    for f in fields(Options):
+        setattr(options, f.name, getattr(checked, f.name))  # keys come back normalised
+
+
+def get_option(options: Options, name: str) -> Any:
+    """One option's current value."""
+    if name not in OPTION_NAMES:
+        raise UnknownOption(_unknown(name))
+    return getattr(options, name)
+
+
+def _unknown(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return f"unknown socket option {name!r}{hint}; valid options: {sorted(OPTION_NAMES)}"
+
+
+#: Options in seconds that pyzmq (libzmq) gives in integer milliseconds.
+TIME_OPTIONS = frozenset(
+    {
+        "linger",
+        "send_timeout",
+        "recv_timeout",
+        "reconnect_ivl",
+        "reconnect_ivl_max",
+        "handshake_ivl",
+        "heartbeat_ivl",
+        "heartbeat_ttl",
+        "heartbeat_timeout",
+    }
+)
+#: A time option at or above this many seconds (16 min 40 s) that is a whole number most
+#: likely is milliseconds copied from pyzmq: ``recv_timeout=1000`` meant 1 s.
+MILLISECONDS_LOOK = 1000
+_warned: set[tuple[str, float]] = set()
+
+
+def warn_if_milliseconds(name: str, value: Any, stacklevel: int = 4) -> None:
+    """Warn (once per option and value) when a time option looks like pyzmq milliseconds.
+
+    The rule: an ``int`` (not a float: ``1000.0`` says "I mean seconds") of at least
+    :data:`MILLISECONDS_LOOK`. The value is still used as seconds.
+    """
+    if (
+        name in TIME_OPTIONS
+        and type(value) is int
+        and value >= MILLISECONDS_LOOK
+        and (name, value) not in _warned
+    ):
+        _warned.add((name, value))
+        import warnings
+
+        warnings.warn(
+            f"{name}={value} is {value} seconds in zmtp (times are seconds, not pyzmq's "
+            f"milliseconds): did you mean {name}={value / 1000:g}? Write {float(value)} to "
+            "keep the long time without this warning.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def option_attribute(name: str) -> property:
+    """``sock.<option>``: reads the option; assigning raises with the way to set it (pyzmq's
+    ``sock.linger = 0`` habit, where zmtp's units and validation differ)."""
+
+    def read(sock: Any) -> Any:
+        return getattr(sock.options, name)
+
+    def refuse(sock: Any, value: Any) -> None:
+        raise AttributeError(
+            f"options are not attributes: use sock.set({name!r}, {value!r}) (checked like the "
+            f"constructor; times are seconds, not pyzmq's milliseconds)"
+        )
+
+    return property(read, refuse, doc=f"The ``{name}`` option (read-only; see ``set``).")

@@ -15,7 +15,6 @@ loop can neither miss a cancel nor starve the connection tasks.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
 from types import TracebackType
 from typing import Any, TypeVar
@@ -26,14 +25,17 @@ from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 from .auth.authenticator import AuthHandler
 from .engine.core import SocketCore
 from .engine.queue import Message
-from .errors import SocketClosed, UnsupportedOperation
+from .errors import CLOSED, NEVER_OPENED, SocketClosed, UnsupportedOperation, ZMTPError
 from .extension import SocketExtension
 from .monitor import Monitor, PeerInfo
-from .options import Options
+from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
+from .protocol.errors import InvalidArgument, UsageError, WrongType
 from .protocol.sockettypes import SocketType
 from .routing.mixins import Groups, RoutingIds, Subscriptions
 from .routing.peer import Peer
 from .routing.radio_dish import Radio
+from .serialize import AsyncSerializers
+from .timeouts import call_timeout
 from .transport import parse_endpoint
 
 #: Fast-path calls between two scheduler yields.
@@ -59,7 +61,7 @@ def _as_message(parts: Iterable[Any]) -> Message:
     """A fresh list of ``bytes`` (bytes-like and str are converted; str as UTF-8)."""
     message = list(parts)
     if not message:
-        raise ValueError("a message needs at least one part")
+        raise InvalidArgument("a message needs at least one part")
     for i, part in enumerate(message):
         if type(part) is not bytes:
             if isinstance(part, str):
@@ -67,11 +69,11 @@ def _as_message(parts: Iterable[Any]) -> Message:
             elif isinstance(part, (bytearray, memoryview)):
                 message[i] = bytes(part)
             else:
-                raise TypeError(f"message parts must be bytes, not {type(part).__name__}")
+                raise WrongType(f"message parts must be bytes, not {type(part).__name__}")
     return message
 
 
-class Socket:
+class Socket(AsyncSerializers):
     """A ZeroMQ socket speaking ZMTP 3.1.
 
     ``Socket(zmtp.PUSH, send_hwm=100)``; options are the fields of :class:`~zmtp.Options`.
@@ -79,11 +81,26 @@ class Socket:
     to run in; leaving the block closes it (honouring ``linger``).
     """
 
+    # No instance __dict__: assigning an attribute a socket does not have raises instead of
+    # passing silently (pyzmq's ``sock.linger = 0``; option names answer with a hint, see
+    # option_attribute). Slots cost nothing per message, unlike a __setattr__ hook.
+    __slots__ = (
+        "__weakref__",
+        "_core",
+        "_entered",
+        "_held",
+        "_ops",
+        "_strategy",
+        "last_endpoint",
+        "options",
+        "socket_type",
+    )
+
     def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
         try:
             self.socket_type = SocketType(str(socket_type).upper()).value
         except ValueError:
-            raise ValueError(f"unknown socket type {socket_type!r}") from None
+            raise InvalidArgument(f"unknown socket type {socket_type!r}") from None
         self.options = Options.from_kwargs(options)
         self._core = core = SocketCore(self.socket_type, self.options)
         #: The routing strategy, kept here too for the send/recv fast paths.
@@ -110,11 +127,25 @@ class Socket:
         """The installed :class:`~zmtp.SocketExtension`, if any."""
         return self._core.extension
 
+    def set(self, name: str, value: Any) -> None:
+        """Change an option after construction, with the constructor's checks and errors.
+
+        ``send_timeout``, ``recv_timeout``, ``linger`` and ``connect_routing_id`` apply from
+        the next call; the socket type's options are fixed at construction (refused here);
+        every other option applies to connections made afterwards, as in libzmq
+        (docs/options.md).
+        """
+        set_option(self.options, name, value)
+
+    def get(self, name: str) -> Any:
+        """An option's current value (``sock.get("linger")``)."""
+        return get_option(self.options, name)
+
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Socket:
         if self._entered:
-            raise RuntimeError("a socket can be entered only once")
+            raise UsageError("a socket can be entered only once")
         self._entered = True
         tg = anyio.create_task_group()
         await tg.__aenter__()
@@ -206,7 +237,7 @@ class Socket:
     @authenticator.setter
     def authenticator(self, handler: AuthHandler | None) -> None:
         if handler is not None and not callable(getattr(handler, "authenticate", None)):
-            raise TypeError("an authenticator needs an async authenticate(request) method")
+            raise WrongType("an authenticator needs an async authenticate(request) method")
         self._core.authenticator = handler
 
     def wake_senders(self) -> None:
@@ -224,7 +255,7 @@ class Socket:
         """Send a single-part message (see :meth:`send_multipart`)."""
         # The fast path is spelled out here too: one coroutine call per message matters.
         if self._core.closing:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         message = [data] if type(data) is bytes else _as_message((data,))
         strategy = self._strategy
         if strategy.send_check:
@@ -246,7 +277,7 @@ class Socket:
         ``send_timeout``. If cancelled, the message was either queued whole or not at all.
         """
         if self._core.closing:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         message = _as_message(parts)
         strategy = self._strategy
         if strategy.send_check:
@@ -265,11 +296,13 @@ class Socket:
         """Wait for a peer with room, up to ``send_timeout``."""
         strategy = self._strategy
         core = self._core
-        with _timeout(self.options.send_timeout):
+        if not self._entered:
+            raise SocketClosed(NEVER_OPENED)
+        with call_timeout(self.options.send_timeout, "send"):
             while True:
                 await core.send_wakeup().wait()
                 if core.closing:
-                    raise SocketClosed("socket is closed")
+                    raise SocketClosed(CLOSED)
                 if strategy.try_send(message):
                     return
 
@@ -290,7 +323,7 @@ class Socket:
                 await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
         if len(message) != 1:
             self._held = message  # not lost: the next recv/recv_multipart returns it
-            raise ValueError(
+            raise InvalidArgument(
                 f"received a {len(message)}-part message; use recv_multipart() for multipart"
             )
         return message[0]
@@ -322,10 +355,12 @@ class Socket:
         strategy = self._strategy
         core = self._core
         if core.closed:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
+        if not self._entered:
+            raise SocketClosed(NEVER_OPENED)
         strategy.check_recv()
         try:
-            with _timeout(self.options.recv_timeout):
+            with call_timeout(self.options.recv_timeout, "recv"):
                 while True:
                     lender = core.lender()
                     if lender is not None:
@@ -336,10 +371,42 @@ class Socket:
                     if message is not None:
                         return message
                     if core.closed:
-                        raise SocketClosed("socket is closed")
+                        raise SocketClosed(CLOSED)
         except TimeoutError:
             strategy.recv_timed_out()  # e.g. a REQ abandons its request (docs/socket-types.md)
             raise
+
+    def readable(self) -> bool:
+        """True if a message is waiting: the next ``recv``/``recv_multipart`` returns at once.
+
+        Consumes nothing (for ``Poller`` and the blocking API): a waiting message is set aside
+        and handed out, unchanged, by the next receive call.
+        """
+        if self._held is not None:
+            return True
+        if self._core.closed:
+            return False
+        try:
+            message = self._strategy.try_recv()
+        except ZMTPError:
+            return False  # this type cannot receive now (PUSH, a REQ with no request out)
+        if message is None:
+            return False
+        self._held = message
+        return True
+
+    async def wait_readable(self) -> None:
+        """Wait until :meth:`readable` (a message is waiting), consuming nothing (``Poller``).
+
+        Raises SocketClosed if the socket closes first.
+        """
+        core = self._core
+        while not self.readable():
+            if core.closed:
+                raise SocketClosed(CLOSED)
+            if not self._entered:
+                raise SocketClosed(NEVER_OPENED)
+            await core.recv_wakeup().wait()
 
     def __aiter__(self) -> AsyncIterator[list[bytes]]:
         return self._iterate()
@@ -438,10 +505,10 @@ def _as_bytes(value: bytes | bytearray | memoryview | str) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"expected bytes or str, not {type(value).__name__}")
+    raise WrongType(f"expected bytes or str, not {type(value).__name__}")
 
 
-def _timeout(seconds: float | None) -> AbstractContextManager[Any]:
-    if seconds is None:
-        return nullcontext()
-    return anyio.fail_after(seconds)
+for _name in sorted(OPTION_NAMES):
+    if not hasattr(Socket, _name):
+        setattr(Socket, _name, option_attribute(_name))
+del _name

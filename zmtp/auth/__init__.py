@@ -14,6 +14,13 @@ from __future__ import annotations
 
 from ..protocol.mechanism import AuthRequest, AuthResult
 from .authenticator import ANY_DOMAIN, AuthCallback, Authenticator, AuthHandler, curve_user_id
+from .certs import (
+    CURVE_ALLOW_ANY,
+    CertificateError,
+    create_certificates,
+    load_certificate,
+    load_certificates,
+)
 from .policy import authenticate, default_policy, zap_address
 from .zap import (
     ZAP_ENDPOINT,
@@ -28,18 +35,23 @@ from .zap import (
 
 __all__ = [
     "ANY_DOMAIN",
+    "CURVE_ALLOW_ANY",
     "ZAP_ENDPOINT",
     "AuthCallback",
     "AuthHandler",
     "AuthRequest",
     "AuthResult",
     "Authenticator",
+    "CertificateError",
     "ZapError",
     "authenticate",
+    "create_certificates",
     "curve_user_id",
     "default_policy",
     "encode_reply",
     "encode_request",
+    "load_certificate",
+    "load_certificates",
     "parse_reply",
     "parse_request",
     "serve_zap",

@@ -21,11 +21,13 @@ domain first, then ``"*"``, the default of every ``configure_*`` method.
 from __future__ import annotations
 
 import hmac
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 
 from ..crypto import decode_key, z85_encode
 from ..protocol.mechanism import AuthRequest, AuthResult
+from .certs import CURVE_ALLOW_ANY, load_certificates
 
 #: An async decision function: an :class:`AuthResult`, or True/False for allow/deny.
 AuthCallback = Callable[[AuthRequest], Awaitable["AuthResult | bool"]]
@@ -88,12 +90,21 @@ class Authenticator:
         domain: str = ANY_DOMAIN,
         *,
         allow_any: bool = False,
+        location: str | os.PathLike[str] | None = None,
     ) -> None:
         """CURVE: accept clients with these public keys (Z85 or raw), or any key.
 
         ``allow_any`` gives encryption without client authentication (libzmq's "Stonehouse"),
-        still subject to the address lists.
+        still subject to the address lists. ``location`` is pyzmq's: a directory whose
+        ``*.key`` certificates are added to ``keys`` (read now; call again after adding
+        files), or ``"*"`` (``CURVE_ALLOW_ANY``) for any key.
         """
+        keys = list(keys)
+        if location is not None:
+            if str(location) == CURVE_ALLOW_ANY:
+                allow_any = True
+            else:
+                keys.extend(load_certificates(location))
         self._curve_keys[domain] = {decode_key(k) for k in keys}
         if allow_any:
             self._curve_any.add(domain)

@@ -34,6 +34,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.poly1305 import Poly1305
 
+from ..base_errors import InvalidArgument, ZMTPError
 from .salsa20 import hsalsa20, salsa20_keystream
 
 __all__ = [
@@ -58,7 +59,7 @@ TAG_SIZE = 16
 _ZERO16 = bytes(16)
 
 
-class CryptoError(Exception):
+class CryptoError(ZMTPError):
     """A box failed authentication, or a key exchange produced an unusable shared secret.
 
     In CurveZMQ both mean the peer is broken or hostile: the connection must be closed. Size and
@@ -115,17 +116,17 @@ class BoxBackend(Protocol):
 
 def _check_len(what: str, value: bytes, size: int) -> None:
     if len(value) != size:
-        raise ValueError(f"{what} must be {size} bytes, got {len(value)}")
+        raise InvalidArgument(f"{what} must be {size} bytes, got {len(value)}")
 
 
 def _check_key(key: bytes) -> None:
     if len(key) != KEY_SIZE:
-        raise ValueError(f"box key must be {KEY_SIZE} bytes, got {len(key)}")
+        raise InvalidArgument(f"box key must be {KEY_SIZE} bytes, got {len(key)}")
 
 
 def _check_nonce(nonce: bytes) -> None:
     if len(nonce) != NONCE_SIZE:
-        raise ValueError(f"box nonce must be {NONCE_SIZE} bytes, got {len(nonce)}")
+        raise InvalidArgument(f"box nonce must be {NONCE_SIZE} bytes, got {len(nonce)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,7 +439,7 @@ def get_backend(name: str) -> BoxBackend:
         elif key == "nacl":
             backend = NaclBackend()
         else:
-            raise ValueError(f"unknown crypto back-end {name!r}: expected 'pure' or 'nacl'")
+            raise InvalidArgument(f"unknown crypto back-end {name!r}: expected 'pure' or 'nacl'")
         _BACKENDS[key] = backend
     return backend
 
@@ -456,7 +457,7 @@ def default_backend() -> BoxBackend:
         except ImportError as exc:
             raise ImportError(f"{BACKEND_ENV_VAR}={choice}: {exc}") from exc
         except ValueError as exc:
-            raise ValueError(f"{BACKEND_ENV_VAR}={choice!r}: {exc}") from None
+            raise InvalidArgument(f"{BACKEND_ENV_VAR}={choice!r}: {exc}") from None
     return get_backend("nacl" if nacl_available() else "pure")
 
 
@@ -468,7 +469,7 @@ def _nonce_tail(nonce: int) -> bytes:
     try:
         return nonce.to_bytes(8, "big")
     except OverflowError:
-        raise ValueError(f"short nonce must be in 0 .. 2**64-1, got {nonce}") from None
+        raise InvalidArgument(f"short nonce must be in 0 .. 2**64-1, got {nonce}") from None
 
 
 class SessionBox:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
+from ..base_errors import InvalidArgument, WrongType
 from .z85 import z85_decode, z85_encode
 
 __all__ = ["curve_keypair", "curve_public", "decode_key"]
@@ -42,17 +43,17 @@ def decode_key(key: str | bytes | bytearray | memoryview) -> bytes:
     """
     if isinstance(key, str):
         if len(key) != Z85_KEY_SIZE:
-            raise ValueError(
+            raise InvalidArgument(
                 f"a CURVE key given as text must be {Z85_KEY_SIZE} Z85 characters, got {len(key)}"
             )
         return z85_decode(key)
     if not isinstance(key, (bytes, bytearray, memoryview)):
-        raise TypeError(f"a CURVE key must be str or bytes, not {type(key).__name__}")
+        raise WrongType(f"a CURVE key must be str or bytes, not {type(key).__name__}")
     raw = bytes(key)
     if len(raw) == KEY_SIZE:
         return raw
     if len(raw) == Z85_KEY_SIZE:
         return z85_decode(raw)
-    raise ValueError(
+    raise InvalidArgument(
         f"a CURVE key must be {Z85_KEY_SIZE} bytes of Z85 or {KEY_SIZE} raw bytes, got {len(raw)}"
     )

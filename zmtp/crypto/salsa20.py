@@ -34,6 +34,8 @@ import struct
 from array import array
 from functools import lru_cache
 
+from ..base_errors import InvalidArgument
+
 __all__ = ["hsalsa20", "salsa20_keystream", "xsalsa20_keystream"]
 
 _M32 = 0xFFFFFFFF
@@ -118,9 +120,9 @@ def hsalsa20(key: bytes, data: bytes) -> bytes:
     XSalsa20 derives a per-nonce subkey from the first 16 nonce bytes.
     """
     if len(key) != 32:
-        raise ValueError(f"HSalsa20 key must be 32 bytes, got {len(key)}")
+        raise InvalidArgument(f"HSalsa20 key must be 32 bytes, got {len(key)}")
     if len(data) != 16:
-        raise ValueError(f"HSalsa20 input must be 16 bytes, got {len(data)}")
+        raise InvalidArgument(f"HSalsa20 input must be 16 bytes, got {len(data)}")
     k0, k1, k2, k3, k4, k5, k6, k7 = _unpack8(key)
     i0, i1, i2, i3 = _unpack4(data)
     a, b, c, d = _diag_rounds(
@@ -361,16 +363,16 @@ def salsa20_keystream(key: bytes, nonce: bytes, length: int, counter: int = 0) -
     ``ValueError`` on bad sizes or if the counter would wrap, which would repeat keystream.
     """
     if len(key) != 32:
-        raise ValueError(f"Salsa20 key must be 32 bytes, got {len(key)}")
+        raise InvalidArgument(f"Salsa20 key must be 32 bytes, got {len(key)}")
     if len(nonce) != 8:
-        raise ValueError(f"Salsa20 nonce must be 8 bytes, got {len(nonce)}")
+        raise InvalidArgument(f"Salsa20 nonce must be 8 bytes, got {len(nonce)}")
     if length < 0:
-        raise ValueError("keystream length must not be negative")
+        raise InvalidArgument("keystream length must not be negative")
     if length == 0:
         return b""
     nblocks = (length + 63) >> 6
     if counter < 0 or counter + nblocks > _MAX_COUNTER:
-        raise ValueError("Salsa20 block counter out of range (would wrap the 64-bit counter)")
+        raise InvalidArgument("Salsa20 block counter out of range (would wrap the 64-bit counter)")
     stream = _blocks(key, nonce, counter, nblocks)
     return stream if len(stream) == length else stream[:length]
 
@@ -381,5 +383,5 @@ def xsalsa20_keystream(key: bytes, nonce: bytes, length: int) -> bytes:
     XSalsa20 = Salsa20 keyed with ``HSalsa20(key, nonce[:16])`` and nonce ``nonce[16:]``.
     """
     if len(nonce) != 24:
-        raise ValueError(f"XSalsa20 nonce must be 24 bytes, got {len(nonce)}")
+        raise InvalidArgument(f"XSalsa20 nonce must be 24 bytes, got {len(nonce)}")
     return salsa20_keystream(hsalsa20(key, nonce[:16]), nonce[16:], length)

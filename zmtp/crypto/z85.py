@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import struct
 
+from ..base_errors import InvalidArgument
+
 __all__ = ["Z85_ALPHABET", "z85_decode", "z85_encode"]
 
 Z85_ALPHABET = (
@@ -38,7 +40,7 @@ def z85_encode(data: bytes) -> str:
     """Encode ``data`` (length a multiple of 4) as Z85 text (length a multiple of 5)."""
     n = len(data)
     if n % 4:
-        raise ValueError(f"Z85 can only encode a multiple of 4 bytes, got {n}")
+        raise InvalidArgument(f"Z85 can only encode a multiple of 4 bytes, got {n}")
     pairs = _PAIRS
     alphabet = Z85_ALPHABET
     parts: list[str] = []
@@ -64,19 +66,19 @@ def z85_decode(text: str | bytes) -> bytes:
         try:
             raw = text.encode("ascii")
         except UnicodeEncodeError:
-            raise ValueError("Z85 text contains a non-ASCII character") from None
+            raise InvalidArgument("Z85 text contains a non-ASCII character") from None
     else:
         raw = bytes(text)
     n = len(raw)
     if n % 5:
-        raise ValueError(f"Z85 text length must be a multiple of 5, got {n}")
+        raise InvalidArgument(f"Z85 text length must be a multiple of 5, got {n}")
     if raw.translate(None, _ALPHABET_BYTES):  # anything left is outside the alphabet
         bad = next(chr(c) for c in raw if c not in _ALPHABET_BYTES)
-        raise ValueError(f"Z85 text contains a character outside the alphabet: {bad!r}")
+        raise InvalidArgument(f"Z85 text contains a character outside the alphabet: {bad!r}")
     digits = raw.translate(_DECODE)
     it = iter(digits)
     groups = zip(it, it, it, it, it, strict=True)  # the length is a multiple of 5
     values = [(a * 85 + b) * _85_3 + (c * 85 + d) * 85 + e for a, b, c, d, e in groups]
     if values and max(values) > 0xFFFFFFFF:
-        raise ValueError("Z85 group encodes a value above 0xFFFFFFFF")
+        raise InvalidArgument("Z85 group encodes a value above 0xFFFFFFFF")
     return struct.pack(f">{len(values)}I", *values)

@@ -18,6 +18,7 @@ Who may call what (docs/architecture.md, "Contracts"):
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -26,9 +27,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..auth.factory import make_mechanism
-from ..errors import SocketClosed
+from ..errors import CLOSED, NEVER_OPENED, SocketClosed
 from ..monitor import Closed, Monitor, MonitorEvent, MonitorStopped, PeerInfo
 from ..options import Options, hwm_capacity
+from ..protocol.errors import UsageError
 from ..protocol.mechanism import Mechanism
 from ..routing import STRATEGIES, RoutingStrategy
 from . import inproc
@@ -40,6 +42,12 @@ if TYPE_CHECKING:
     from ..auth.authenticator import AuthHandler
     from ..extension import SocketExtension
     from .stream import StreamConnection
+
+
+logger = logging.getLogger("zmtp")
+
+#: A lingering close logs a warning after this many seconds (see ``close``).
+LINGER_WARNING_AFTER = 3.0
 
 
 class SocketCore:
@@ -84,9 +92,9 @@ class SocketCore:
     def running_group(self) -> TaskGroup:
         """The task group for a new endpoint; raises SocketClosed when there is none."""
         if self.closed or self.closing:
-            raise SocketClosed("socket is closed")
+            raise SocketClosed(CLOSED)
         if self.task_group is None:
-            raise SocketClosed("use the socket inside `async with` before bind/connect")
+            raise SocketClosed(NEVER_OPENED)
         return self.task_group
 
     def spawn(self, func: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -126,7 +134,7 @@ class SocketCore:
             if linger is None or linger > 0:
                 with anyio.CancelScope(deadline=_deadline(linger)) as scope:
                     self._linger_scope = scope
-                    await self._linger()
+                    await self._linger_or_warn()
         finally:
             self._linger_scope = None
             with anyio.CancelScope(shield=True):
@@ -161,6 +169,25 @@ class SocketCore:
         self.emit(MonitorStopped())
         if self._closed_event is not None:
             self._closed_event.set()
+
+    async def _linger_or_warn(self) -> None:
+        """``_linger``, logging a warning if it is still waiting after
+        :data:`LINGER_WARNING_AFTER` seconds: a close that seems to hang says why."""
+        with anyio.move_on_after(LINGER_WARNING_AFTER):
+            await self._linger()
+            return
+        waiting = {p.endpoint: len(p.outbox.items) for p in self.pipes if p.outbox.items}
+        logger.warning(
+            "<zmtp.Socket %s> close() has waited %g s for %d undelivered message(s) to %s "
+            "(linger=%s): a peer is not taking them. Pass linger= to the socket or to close() "
+            "to bound the wait (linger=0 drops them).",
+            self.socket_type,
+            LINGER_WARNING_AFTER,
+            sum(waiting.values()),
+            ", ".join(sorted(waiting)) or "a connection being made",
+            self.options.linger,
+        )
+        await self._linger()
 
     async def _linger(self) -> None:
         """Wait until every connection has written what was queued for it.
@@ -285,9 +312,9 @@ class SocketCore:
 
     def install_extension(self, extension: SocketExtension) -> None:
         if self.extension is not None:
-            raise RuntimeError("an extension is already installed")
+            raise UsageError("an extension is already installed")
         if self.endpoints.any():
-            raise RuntimeError("install extensions before bind/connect")
+            raise UsageError("install extensions before bind/connect")
         self.extension = extension
 
     @property

@@ -22,6 +22,7 @@ from ..monitor import (
     ConnectRetried,
     Listening,
 )
+from ..protocol.errors import InvalidArgument
 from ..transport import InprocEndpoint, UdpEndpoint, parse_endpoint
 from ..transport.streams import BoundListener, dial, listen, peer_address
 from . import inproc, udp
@@ -123,7 +124,7 @@ class Endpoints:
         path is free again) and its connections are torn down."""
         handle = self.listeners.pop(endpoint, None)
         if handle is None:
-            raise ValueError(f"not bound to {endpoint!r}")
+            raise InvalidArgument(f"not bound to {endpoint!r}")
         self._stop_listener(handle, close_connections=True)
         if handle.bound is not None or endpoint.startswith("udp://"):
             with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts
@@ -140,7 +141,7 @@ class Endpoints:
         ep = parse_endpoint(endpoint)
         name = str(ep)
         if name in self.dialers:
-            raise ValueError(f"already connected to {name!r}")
+            raise InvalidArgument(f"already connected to {name!r}")
         if isinstance(ep, UdpEndpoint):
             udp.check_udp(core.socket_type, "connect", ep)  # RADIO only
         strategy = core.strategy
@@ -163,7 +164,7 @@ class Endpoints:
         name = str(parse_endpoint(endpoint))
         handle = self.dialers.pop(name, None)
         if handle is None:
-            raise ValueError(f"not connected to {endpoint!r}")
+            raise InvalidArgument(f"not connected to {endpoint!r}")
         self._stop_dialer(handle)
         if not name.startswith("inproc://"):
             with anyio.CancelScope(shield=True):  # bounded: teardown has its own timeouts

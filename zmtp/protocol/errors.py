@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from ..base_errors import InvalidArgument, TimedOut, UsageError, WrongType, ZMTPError
 
-class ZMTPError(Exception):
-    """Base class for everything this package raises."""
+__all__ = [
+    "InvalidArgument",
+    "MessageTooLarge",
+    "ProtocolError",
+    "TimedOut",
+    "UsageError",
+    "WrongType",
+    "ZMTPError",
+]
 
 
 class ProtocolError(ZMTPError):

@@ -22,6 +22,7 @@ from ..engine.pipe import Pipe
 from ..engine.queue import Message
 from ..errors import HostUnreachable
 from ..options import NOTIFY_CONNECT, NOTIFY_DISCONNECT
+from ..protocol.errors import InvalidArgument, WrongType
 from .base import FairQueue, LoadBalancer, RoutingStrategy
 from .mixins import (
     ConflateSend,
@@ -131,9 +132,9 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
         else:
             consumed = False
             if not isinstance(routing_id, bytes):
-                raise TypeError(f"routing_id must be bytes, not {type(routing_id).__name__}")
+                raise WrongType(f"routing_id must be bytes, not {type(routing_id).__name__}")
             if not routing_id:
-                raise ValueError("a connect routing id must not be empty (libzmq: EINVAL)")
+                raise InvalidArgument("a connect routing id must not be empty (libzmq: EINVAL)")
         # Forget the ids of endpoints that were disconnected since.
         connected_to = self.socket.is_connected_to
         for name in [name for name in self._pins if not connected_to(name)]:
@@ -143,7 +144,7 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
         holder = self.route_lookup(routing_id)
         if holder is not None or routing_id in self._pins.values():
             # libzmq asserts (the process aborts); refusing the connect() is kinder.
-            raise ValueError(f"routing id {routing_id!r} is already in use by another peer")
+            raise InvalidArgument(f"routing id {routing_id!r} is already in use by another peer")
         self._pins[endpoint] = routing_id
         if consumed:
             options.connect_routing_id = b""  # it names the next connect() only, as in libzmq
@@ -220,7 +221,7 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
 
     def try_send(self, parts: Message) -> bool:
         if len(parts) < 2:
-            raise ValueError("a ROUTER message is [routing_id, part, ...]: at least two parts")
+            raise InvalidArgument("a ROUTER message is [routing_id, part, ...]: at least two parts")
         pipe = self.route_lookup(parts[0])
         if pipe is None:
             if self._mandatory:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..engine.pipe import Pipe
 from ..engine.queue import Message, MessageQueue
 from ..errors import UnsupportedOperation
+from ..protocol.errors import InvalidArgument
 from .base import LoadBalancer
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ class RoutingIds:
     @staticmethod
     def encode_routing_id(routing_id: int) -> bytes:
         if not 0 < routing_id <= 0xFFFFFFFF:
-            raise ValueError("a routing id is a non-zero 32-bit unsigned integer")
+            raise InvalidArgument("a routing id is a non-zero 32-bit unsigned integer")
         return routing_id.to_bytes(4, "big")
 
     @staticmethod
@@ -311,6 +312,6 @@ class RoutingIds:
 def check_group(group: bytes) -> None:
     """RFC 48: a group is 0-255 bytes, none of them zero (libzmq stores it as a C string)."""
     if len(group) > 255:
-        raise ValueError(f"a group is at most 255 bytes (got {len(group)})")
+        raise InvalidArgument(f"a group is at most 255 bytes (got {len(group)})")
     if b"\0" in group:
-        raise ValueError("a group must not contain zero bytes")
+        raise InvalidArgument("a group must not contain zero bytes")

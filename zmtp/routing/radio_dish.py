@@ -25,6 +25,7 @@ from ..engine.pipe import Pipe
 from ..engine.queue import Message
 from ..errors import UnsupportedOperation
 from ..protocol.commands import JOIN, LEAVE
+from ..protocol.errors import InvalidArgument
 from .base import FairQueue, RoutingStrategy
 from .mixins import FanOut, Groups, check_group, purge_queued
 
@@ -184,7 +185,7 @@ class Dish(FairQueue, Groups, RoutingStrategy):
     def join(self, group: bytes) -> None:
         check_group(group)
         if group in self._groups:
-            raise ValueError(f"DISH already joined group {group!r}")  # libzmq: EINVAL
+            raise InvalidArgument(f"DISH already joined group {group!r}")  # libzmq: EINVAL
         self._groups.add(group)
         for pipe in self._pipes:
             if pipe.connected:
@@ -192,7 +193,7 @@ class Dish(FairQueue, Groups, RoutingStrategy):
 
     def leave(self, group: bytes) -> None:
         if group not in self._groups:
-            raise ValueError(f"DISH has not joined group {group!r}")  # libzmq: EINVAL
+            raise InvalidArgument(f"DISH has not joined group {group!r}")  # libzmq: EINVAL
         self._groups.discard(group)
         for pipe in self._pipes:
             if pipe.connected:

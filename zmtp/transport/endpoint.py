@@ -10,8 +10,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from ..protocol.errors import InvalidArgument
 
-class EndpointError(ValueError):
+
+class EndpointError(InvalidArgument):
     """A malformed or unsupported endpoint string."""
 
 

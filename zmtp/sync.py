@@ -1,0 +1,884 @@
+"""Blocking sockets for synchronous code: ``zmtp.sync.Socket`` has the async socket's names.
+
+::
+
+    import zmtp.sync
+
+    with zmtp.sync.Socket(zmtp.PULL) as pull, zmtp.sync.Socket(zmtp.PUSH) as push:
+        push.connect(pull.bind("tcp://127.0.0.1:*"))
+        push.send(b"hello")
+        print(pull.recv())
+
+Design. Every blocking socket is a face over an ordinary :class:`zmtp.Socket` that lives on one
+background event-loop thread per process (asyncio; started on first use, a daemon thread named
+``zmtp.sync``). A call that must wait (``bind``, ``recv`` with nothing buffered, ``close``...)
+hands the work to that thread and blocks on a lock until it is done; Ctrl-C interrupts the wait
+and cancels the work (the async socket never loses a message to a cancel). Two paths avoid a
+thread hand-over per message, which would cost more than the whole async send:
+
+* **Queued sends** (PUSH, PUB, XPUB, XSUB, DEALER, PAIR: types whose send has no state to
+  check): ``send`` validates the message in the calling thread and appends it to a buffer of up
+  to :data:`SEND_BUFFER` messages that the loop thread feeds to the socket; ``send`` blocks only
+  while that buffer is full (raising ``TimeoutError`` after ``send_timeout``). A send error that
+  happens later in the loop thread (the socket was closed under it) is raised by the next
+  ``send``. Other types (REQ, REP, ROUTER, the draft types) send through the loop thread and
+  report every error at once.
+* **Batched receives**: a ``recv`` that finds nothing buffered takes the first message and then
+  every message already waiting, up to :data:`RECV_BATCH`, into a buffer that the next calls
+  read without a hand-over (REQ and REP take one at a time: their receive changes state).
+
+So each queue can hold up to ``SEND_BUFFER``/``RECV_BATCH`` messages more than the high-water
+marks say, and messages in those buffers are lost on close like messages in libzmq's queues.
+
+Thread safety: a blocking socket may be used from several threads. Sends are serialised with
+each other and receives with each other, but one thread may send while another receives (a
+DEALER or PAIR worker). Each message is sent and received whole; with several threads sending,
+their messages interleave in an arbitrary order. Everything else (``bind``, ``set``, ``close``...)
+runs on the loop thread, one call at a time. Sockets, monitors and the loop thread are
+independent of each other's callers; a forked child starts its own loop thread (sockets made
+before the fork are unusable in the child).
+
+Interpreter exit never hangs: sockets still open then are closed with their ``linger`` capped
+at :data:`EXIT_LINGER` seconds (so a message nobody can take delays exit by at most that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import enum
+import inspect
+import math
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .errors import CLOSED, InvalidState, SocketClosed
+from .monitor import Monitor as AsyncMonitor
+from .monitor import MonitorEvent, PeerInfo
+from .options import OPTION_NAMES, Options, option_attribute, warn_if_milliseconds
+from .poller import POLLIN, POLLOUT
+from .poller import Poller as AsyncPoller
+from .protocol.errors import InvalidArgument, TimedOut, WrongType
+from .protocol.sockettypes import SocketType
+from .serialize import SyncSerializers
+from .socket import Socket as AsyncSocket
+
+if TYPE_CHECKING:
+    from .proxy import ProxyStatistics
+
+#: Messages a queued ``send`` may buffer ahead of the socket (beyond ``send_hwm``).
+SEND_BUFFER = 1024
+#: Most messages one ``recv`` hand-over moves to the calling thread (beyond ``recv_hwm``).
+RECV_BATCH = 256
+#: At interpreter exit, open sockets flush for at most this long (seconds) before closing.
+EXIT_LINGER = 1.0
+
+#: A sender waiting for room in a full send buffer resumes once it is this empty: waking it
+#: for every message taken would hand the GIL back and forth once per message.
+_RESUME_AT = SEND_BUFFER // 2
+
+#: Send has no per-message state to check: sends are queued in the calling thread.
+_QUEUED_SEND = frozenset({"PUSH", "PUB", "XPUB", "XSUB", "DEALER", "PAIR"})
+#: Receiving changes the socket's state: never fetch more than the caller asked for.
+_ONE_AT_A_TIME = frozenset({"REQ", "REP"})
+
+
+# ---------------------------------------------------------------------- the loop thread
+
+
+class _Option(enum.Enum):
+    """Sentinel type of :data:`OPTION`."""
+
+    OPTION = 0
+
+
+#: ``close(linger=OPTION)``: use the socket's ``linger`` option.
+OPTION = _Option.OPTION
+
+
+class _LoopThread:
+    """The process's background event loop, started on first use (again after a fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+        #: Open sockets, closed at interpreter exit.
+        self.open: set[_Core] = set()
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is not None and self._pid == os.getpid():
+            return loop
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                self.open = set()
+                started = threading.Event()
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_run_loop, args=(loop, started), name="zmtp.sync", daemon=True
+                )
+                thread.start()
+                started.wait()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+    def shutdown(self) -> None:
+        """At interpreter exit: close what is still open, within ``EXIT_LINGER`` each."""
+        loop = self._loop
+        if loop is None or self._pid != os.getpid() or not loop.is_running():
+            return
+        for core in list(self.open):
+            linger = core.sock.options.linger
+            capped = EXIT_LINGER if linger is None else min(linger, EXIT_LINGER)
+            with contextlib.suppress(Exception):  # exiting: nobody left to report to
+                _call(loop, core.close, capped)
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+    asyncio.set_event_loop(loop)
+    loop.call_soon(started.set)
+    loop.run_forever()
+
+
+_LOOP = _LoopThread()
+atexit.register(_LOOP.shutdown)
+
+
+class _Call:
+    """One piece of work done on the loop thread for a blocked caller."""
+
+    __slots__ = ("done", "error", "result", "task")
+
+    def __init__(self) -> None:
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.task: asyncio.Task[None] | None = None
+
+
+def _call(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any) -> Any:
+    """Run ``func(*args)`` (a coroutine function or a plain one) on the loop thread and wait."""
+    call = _Call()
+    loop.call_soon_threadsafe(_start, call, func, args)
+    try:
+        call.done.acquire()
+    except BaseException:  # Ctrl-C while waiting: cancel the work (loses no message)
+        loop.call_soon_threadsafe(_cancel, call)
+        raise
+    error = call.error
+    if error is not None:
+        call.error = None  # no cycle through the traceback
+        raise error
+    return call.result
+
+
+def _post(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any) -> _Call:
+    """Start ``func(*args)`` on the loop thread without waiting for it."""
+    call = _Call()
+    loop.call_soon_threadsafe(_start, call, func, args)
+    return call
+
+
+def _start(call: _Call, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        result = func(*args)
+    except BaseException as exc:
+        call.error = exc
+        call.done.release()
+        return
+    if inspect.isawaitable(result):
+        call.task = asyncio.ensure_future(_finish(call, result))
+    else:
+        call.result = result
+        call.done.release()
+
+
+async def _finish(call: _Call, awaitable: Any) -> None:
+    try:
+        call.result = await awaitable
+    except BaseException as exc:
+        call.error = exc
+    finally:
+        call.done.release()
+
+
+def _cancel(call: _Call) -> None:
+    if call.task is not None:
+        call.task.cancel()
+
+
+# ---------------------------------------------------------------------- loop-side state
+
+
+class _Core:
+    """The loop-thread side of one blocking socket: the async socket, its owner task, the send
+    pump and the receive buffer. The face (:class:`Socket`) holds this; nothing here holds the
+    face, so a face nobody references can be collected (and closes its socket)."""
+
+    def __init__(self, sock: AsyncSocket) -> None:
+        self.sock = sock
+        self.owner: asyncio.Task[None] | None = None
+        self.close_requested = asyncio.Event()
+        self.closed = asyncio.Event()
+        self.linger: float | None = None
+        self.linger_given = False
+        # queued sends
+        self.outq: deque[list[bytes]] = deque()
+        self.pump_task: asyncio.Task[None] | None = None
+        self.pump_idle = True  # read and written by both threads; see Socket.send_multipart
+        self.pump_wake: asyncio.Event | None = None
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self.send_error: BaseException | None = None
+        self.space = threading.Condition()
+        self.space_waiters = 0
+        # batched receives
+        self.inbox: deque[list[bytes]] = deque()
+
+    async def own(self, ready: asyncio.Future[None]) -> None:
+        """The task that enters and leaves the socket's ``async with`` (one task must do
+        both), staying in between until a close is requested."""
+        try:
+            async with self.sock:
+                ready.set_result(None)
+                await self.close_requested.wait()
+                await self._shut()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+        finally:
+            _LOOP.open.discard(self)
+            self.closed.set()
+            self._notify_space()
+
+    async def _shut(self) -> None:
+        linger = self.linger if self.linger_given else self.sock.options.linger
+        deadline = math.inf if linger is None else anyio.current_time() + linger
+        if self.outq and linger != 0:
+            with anyio.move_on_after(linger if linger is not None else math.inf):
+                await self.drained.wait()  # queued sends reach the socket first
+        if self.pump_task is not None:
+            self.pump_task.cancel()
+        self.outq.clear()
+        remaining = None if linger is None else max(0.0, deadline - anyio.current_time())
+        await self.sock.close(linger=remaining)
+
+    async def close(self, linger: float | _Option | None = OPTION) -> None:
+        """Ask the owner to close (with the ``linger`` option by default) and wait for it."""
+        if not isinstance(linger, _Option) and not self.close_requested.is_set():
+            self.linger, self.linger_given = linger, True
+        self.close_requested.set()
+        await self.closed.wait()
+
+    def request_close(self) -> None:
+        """Close without waiting (a face was garbage-collected while open)."""
+        self.close_requested.set()
+
+    # queued sends: the pump runs on the loop thread
+
+    def wake_pump(self) -> None:
+        self.drained.clear()
+        if self.pump_task is None:
+            self.pump_task = asyncio.ensure_future(self._pump())
+        elif self.pump_wake is not None:
+            self.pump_wake.set()
+
+    async def _pump(self) -> None:
+        queue = self.outq
+        send, send_one = self.sock.send_multipart, self.sock.send
+        while True:
+            while queue:
+                message = queue[0]
+                try:
+                    if len(message) == 1:
+                        await send_one(message[0])
+                    else:
+                        await send(message)
+                except TimeoutError:
+                    continue  # the socket's send_timeout; callers time out on the buffer
+                except Exception as exc:
+                    self.send_error = exc
+                    queue.clear()
+                    self._notify_space()
+                    self.drained.set()
+                    self.pump_task = None
+                    self.pump_idle = True
+                    return
+                queue.popleft()
+                if self.space_waiters and len(queue) <= _RESUME_AT:
+                    self._notify_space()
+            wake = self.pump_wake = asyncio.Event()
+            self.pump_idle = True
+            if queue:  # appended after the loop above saw it empty
+                self.pump_idle = False
+                continue
+            self.drained.set()
+            await wake.wait()
+
+    def _notify_space(self) -> None:
+        with self.space:
+            self.space.notify_all()
+
+    # batched receives
+
+    async def fetch(self, batch: int) -> None:
+        sock, inbox = self.sock, self.inbox
+        inbox.append(await sock.recv_multipart())
+        while len(inbox) < batch and sock.readable():
+            inbox.append(await sock.recv_multipart())
+
+    async def recv_after(self, posted: _Call | None) -> list[bytes]:
+        """REQ/REP: wait for the posted send (raising its error), then receive."""
+        if posted is not None:
+            if posted.task is not None:
+                await asyncio.wait([posted.task])
+            error = posted.error
+            if error is not None:
+                posted.error = None
+                raise error
+        return await self.sock.recv_multipart()
+
+    async def monitor(self) -> AsyncMonitor:
+        return self.sock.monitor()
+
+
+async def _open(socket_type: SocketType | str, options: dict[str, Any]) -> _Core:
+    core = _Core(AsyncSocket(socket_type, **options))
+    ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    core.owner = asyncio.ensure_future(core.own(ready))
+    await ready
+    _LOOP.open.add(core)
+    return core
+
+
+def _message(parts: Iterable[Any]) -> list[bytes]:
+    """A fresh list of bytes, converted as the async socket does (str as UTF-8)."""
+    message = list(parts)
+    if not message:
+        raise InvalidArgument("a message needs at least one part")
+    for i, part in enumerate(message):
+        if type(part) is not bytes:
+            if isinstance(part, str):
+                message[i] = part.encode("utf-8")
+            elif isinstance(part, (bytearray, memoryview)):
+                message[i] = bytes(part)
+            else:
+                raise WrongType(f"message parts must be bytes, not {type(part).__name__}")
+    return message
+
+
+# ---------------------------------------------------------------------- the face
+
+
+class Socket(SyncSerializers):
+    """A blocking ZeroMQ socket: ``zmtp.sync.Socket(zmtp.PUSH, send_hwm=100)``.
+
+    Options and semantics are those of :class:`zmtp.Socket` (times in seconds); every method
+    blocks instead of being awaited. Use it as a context manager, or call :meth:`close`.
+    """
+
+    # No instance __dict__: ``sock.linger = 0`` raises with a hint (see
+    # zmtp.options.option_attribute), as on the async socket.
+    __slots__ = (
+        "__weakref__",
+        "_alternating",
+        "_batch",
+        "_closed",
+        "_core",
+        "_loop",
+        "_posted",
+        "_queued",
+        "_recv_lock",
+        "_send_lock",
+        "_turn",
+        "socket_type",
+    )
+
+    def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
+        for name, value in options.items():  # here, so the warning points at the caller
+            warn_if_milliseconds(name, value, stacklevel=3)
+        self._loop = _LOOP.get()
+        self._core: _Core = _call(self._loop, _open, socket_type, options)
+        self.socket_type: str = self._core.sock.socket_type
+        self._queued = self.socket_type in _QUEUED_SEND
+        self._batch = 1 if self.socket_type in _ONE_AT_A_TIME else RECV_BATCH
+        #: REQ/REP: sends are posted (see _send_posted); whose turn it is.
+        self._alternating = self.socket_type in _ONE_AT_A_TIME
+        self._turn = "send" if self.socket_type == "REQ" else "recv"
+        self._posted: _Call | None = None
+        self._send_lock = threading.Lock()
+        self._recv_lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<zmtp.sync.Socket {self.socket_type} {state}>"
+
+    def __enter__(self) -> Socket:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.close(linger=0)
+
+    def __del__(self) -> None:
+        core = getattr(self, "_core", None)
+        if core is not None and not self._closed:
+            with contextlib.suppress(RuntimeError):  # the loop is gone (interpreter exit)
+                self._loop.call_soon_threadsafe(core.request_close)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def options(self) -> Options:
+        """The socket's options (read them here; change them with ``set``)."""
+        return self._core.sock.options
+
+    @property
+    def last_endpoint(self) -> str:
+        return self._core.sock.last_endpoint
+
+    @property
+    def async_socket(self) -> AsyncSocket:
+        """The :class:`zmtp.Socket` behind this face; use it only on the loop thread."""
+        return self._core.sock
+
+    def set(self, name: str, value: Any) -> None:
+        """Change an option (see :meth:`zmtp.Socket.set`: same checks, same rules)."""
+        warn_if_milliseconds(name, value, stacklevel=3)
+        self._run(self._core.sock.set, name, value)
+
+    def get(self, name: str) -> Any:
+        """An option's current value."""
+        return self._core.sock.get(name)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SocketClosed(CLOSED)
+
+    def _run(self, func: Callable[..., Any], *args: Any) -> Any:
+        self._check_open()
+        return _call(self._loop, func, *args)
+
+    def close(self, linger: float | _Option | None = OPTION) -> None:
+        """Close the socket, flushing queued messages for up to ``linger`` seconds (the
+        ``linger`` option when not given; None waits until everything is written)."""
+        if self._closed:
+            return
+        self._closed = True
+        _call(self._loop, self._core.close, linger)
+
+    # endpoints
+
+    def bind(self, endpoint: str) -> str:
+        """Listen on ``endpoint``; returns the resolved endpoint (the real port)."""
+        return str(self._run(self._core.sock.bind, endpoint))
+
+    def unbind(self, endpoint: str) -> None:
+        self._run(self._core.sock.unbind, endpoint)
+
+    def connect(self, endpoint: str, *, routing_id: bytes | None = None) -> str:
+        """Connect to ``endpoint`` (in the background, reconnecting); returns ``endpoint``."""
+        self._run(_connect, self._core.sock, endpoint, routing_id)
+        return endpoint
+
+    def disconnect(self, endpoint: str) -> None:
+        self._run(self._core.sock.disconnect, endpoint)
+
+    # send
+
+    def send(self, data: bytes | bytearray | memoryview | str) -> None:
+        """Send a single-part message (see :meth:`send_multipart`)."""
+        self._send([data] if type(data) is bytes else _message((data,)))
+
+    def send_multipart(self, parts: Iterable[Any]) -> None:
+        """Send one message. Blocks while the socket cannot take it; raises TimeoutError
+        after ``send_timeout``."""
+        self._send(_message(parts))
+
+    def _send(self, message: list[bytes]) -> None:
+        if self._alternating:
+            self._send_posted(message)
+            return
+        if not self._queued:
+            self._run(self._core.sock.send_multipart, message)
+            return
+        core = self._core
+        if self._closed:
+            raise SocketClosed(CLOSED)
+        error = core.send_error
+        if error is not None:
+            core.send_error = None
+            raise error
+        queue = core.outq
+        if len(queue) >= SEND_BUFFER:
+            self._wait_for_space(core, queue)
+        queue.append(message)
+        if core.pump_idle:
+            core.pump_idle = False
+            self._loop.call_soon_threadsafe(core.wake_pump)
+
+    def _send_posted(self, message: list[bytes]) -> None:
+        """REQ/REP: check the request/reply alternation here, then hand the send to the loop
+        thread without waiting; the receive that must follow waits for it (one hand-over per
+        message instead of two). An error the send meets there is raised by that receive."""
+        with self._send_lock:
+            self._check_open()
+            self._raise_posted_error()
+            if self.socket_type == "REQ":
+                if self._turn == "recv" and not self._core.sock.options.req_relaxed:
+                    raise InvalidState(
+                        "REQ: a request is already pending; recv() its reply first "
+                        "(or set req_relaxed=True, or use recv_timeout to give up on it)"
+                    )
+            elif self._turn != "send":
+                raise InvalidState("REP: no request to answer; recv() a request before send()")
+            self._turn = "recv"
+            self._posted = _post(self._loop, self._core.sock.send_multipart, message)
+
+    def _raise_posted_error(self) -> None:
+        posted = self._posted
+        if posted is not None and posted.done.acquire(blocking=False):
+            self._posted = None
+            error = posted.error
+            if error is not None:
+                posted.error = None
+                raise error
+
+    def _wait_for_space(self, core: _Core, queue: deque[list[bytes]]) -> None:
+        timeout = core.sock.options.send_timeout
+        with core.space:
+            core.space_waiters += 1
+            try:
+                ok = core.space.wait_for(
+                    lambda: len(queue) <= _RESUME_AT or core.closed.is_set(), timeout
+                )
+            finally:
+                core.space_waiters -= 1
+        if core.closed.is_set():
+            raise SocketClosed(CLOSED)
+        if not ok:
+            raise TimedOut(
+                f"send timed out after {timeout:g} s (send_timeout): no peer took the "
+                f"{SEND_BUFFER} messages queued before it; check that a peer is up, or raise "
+                "send_timeout (None blocks)"
+            )
+
+    # receive
+
+    def recv(self) -> bytes:
+        """Receive a message and return its only part (raises if it has several)."""
+        message = self.recv_multipart()
+        if len(message) != 1:
+            self._core.inbox.appendleft(message)  # not lost: the next receive returns it
+            raise InvalidArgument(
+                f"received a {len(message)}-part message; use recv_multipart() for multipart"
+            )
+        return message[0]
+
+    def recv_multipart(self) -> list[bytes]:
+        """Receive the next message as a list of parts (TimeoutError after ``recv_timeout``)."""
+        inbox = self._core.inbox
+        if inbox:
+            try:
+                return inbox.popleft()
+            except IndexError:  # another thread took it
+                pass
+        with self._recv_lock:
+            if self._alternating:
+                return self._recv_alternating()
+            while not inbox:
+                self._run(self._core.fetch, self._batch)
+            return inbox.popleft()
+
+    def _recv_alternating(self) -> list[bytes]:
+        posted, self._posted = self._posted, None
+        try:
+            message: list[bytes] = self._run(self._core.recv_after, posted)
+        except TimeoutError:
+            if self.socket_type == "REQ":
+                self._turn = "send"  # the request is abandoned (docs/socket-types.md)
+            raise
+        except InvalidState:
+            raise
+        self._turn = "send"
+        return message
+
+    def readable(self) -> bool:
+        """True if a message is waiting (the next receive returns at once)."""
+        if self._core.inbox:
+            return True
+        return bool(self._run(self._core.sock.readable))
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        """``for message in sock``: messages until the socket is closed."""
+        while True:
+            try:
+                yield self.recv_multipart()
+            except SocketClosed:
+                return
+
+    # socket-type API
+
+    def subscribe(self, topic: bytes | bytearray | memoryview | str = b"") -> None:
+        self._run(self._core.sock.subscribe, topic)
+
+    def unsubscribe(self, topic: bytes | bytearray | memoryview | str = b"") -> None:
+        self._run(self._core.sock.unsubscribe, topic)
+
+    def join(self, group: bytes | bytearray | memoryview | str) -> None:
+        self._run(self._core.sock.join, group)
+
+    def leave(self, group: bytes | bytearray | memoryview | str) -> None:
+        self._run(self._core.sock.leave, group)
+
+    def send_to(self, routing_id: int, data: bytes | bytearray | memoryview | str) -> None:
+        self._run(self._core.sock.send_to, routing_id, data)
+
+    def recv_from(self) -> tuple[int, bytes]:
+        result: tuple[int, bytes] = self._run(self._core.sock.recv_from)
+        return result
+
+    def send_group(self, group: bytes | str, data: bytes | bytearray | memoryview | str) -> None:
+        self._run(self._core.sock.send_group, group, data)
+
+    def recv_group(self) -> tuple[bytes, bytes]:
+        result: tuple[bytes, bytes] = self._run(self._core.sock.recv_group)
+        return result
+
+    def connect_peer(self, endpoint: str) -> int:
+        return int(self._run(self._core.sock.connect_peer, endpoint))
+
+    @property
+    def peers(self) -> list[PeerInfo]:
+        result: list[PeerInfo] = self._run(_peers, self._core.sock)
+        return result
+
+    # monitor
+
+    def monitor(self) -> Monitor:
+        """A blocking iterator over this socket's monitor events from now until it closes."""
+        return Monitor(self._loop, self._run(self._core.monitor))
+
+
+class Context:
+    """pyzmq's context for ported code: ``ctx.socket(zmtp.PUSH)`` makes a blocking socket,
+    ``ctx.term()`` (or leaving ``with``) closes every socket it made. Keyword arguments are
+    default options for its sockets (a socket's own options win). Thread-safe."""
+
+    def __init__(self, **defaults: Any) -> None:
+        self.defaults = defaults
+        self._lock = threading.Lock()
+        self._sockets: list[Socket] = []
+        self.closed = False
+
+    def socket(self, socket_type: SocketType | str, **options: Any) -> Socket:
+        with self._lock:
+            if self.closed:
+                raise SocketClosed("context is terminated: make a new Context")
+            sock = Socket(socket_type, **{**self.defaults, **options})
+            self._sockets.append(sock)
+            return sock
+
+    def term(self, linger: float | _Option | None = OPTION) -> None:
+        """Close every socket this context made (each with ``linger``, by default its own
+        option)."""
+        with self._lock:
+            self.closed = True
+            sockets, self._sockets = self._sockets, []
+        for sock in reversed(sockets):
+            sock.close(linger)
+
+    def destroy(self, linger: float | None = 0) -> None:
+        """pyzmq's name for closing everything with ``linger`` (0: drop what is queued)."""
+        self.term(linger)
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.term() if exc_type is None else self.term(0)
+
+
+class Poller:
+    """The blocking twin of :class:`zmtp.poller.Poller`: ``poll(timeout)`` (seconds) returns
+    ``[(socket, events)]`` for the registered blocking sockets that are ready, consuming
+    nothing (a message already moved to a socket's receive buffer counts as waiting)."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[Socket, int] = {}
+
+    def register(self, sock: Socket, flags: int = POLLIN | POLLOUT) -> None:
+        """Watch ``sock`` for ``flags`` (registering again replaces them; 0 unregisters)."""
+        if flags:
+            self.sockets[sock] = flags
+        else:
+            self.sockets.pop(sock, None)
+
+    modify = register
+
+    def unregister(self, sock: Socket) -> None:
+        self.sockets.pop(sock, None)
+
+    def poll(self, timeout: float | None = None) -> list[tuple[Socket, int]]:
+        if not self.sockets:
+            return []
+        buffered = {s for s, f in self.sockets.items() if f & POLLIN and s._core.inbox}
+        faces = {s.async_socket: s for s in self.sockets}
+        loop = next(iter(self.sockets))._loop
+        found: list[tuple[AsyncSocket, int]] = _call(
+            loop,
+            _poll_async,
+            {s.async_socket: f for s, f in self.sockets.items()},
+            0 if buffered else timeout,
+        )
+        events = {faces[a]: e for a, e in found}
+        for sock in buffered:
+            events[sock] = events.get(sock, 0) | POLLIN
+        return [(s, events[s]) for s in self.sockets if s in events]
+
+
+async def _poll_async(
+    sockets: dict[AsyncSocket, int], timeout: float | None
+) -> list[tuple[AsyncSocket, int]]:
+    poller = AsyncPoller()
+    for sock, flags in sockets.items():
+        poller.register(sock, flags)
+    return await poller.poll(timeout)
+
+
+def proxy(frontend: Socket, backend: Socket, capture: Socket | None = None) -> None:
+    """The blocking :func:`zmtp.proxy.proxy`: forwards until a socket is closed (from another
+    thread; raises SocketClosed then). Runs on the loop thread with the sockets' async faces;
+    do not receive on these sockets meanwhile."""
+    steerable_proxy(frontend, backend, capture)
+
+
+def steerable_proxy(
+    frontend: Socket,
+    backend: Socket,
+    capture: Socket | None = None,
+    control: Socket | None = None,
+) -> ProxyStatistics:
+    """The blocking :func:`zmtp.proxy.steerable_proxy`: returns its statistics after
+    ``TERMINATE`` on ``control``."""
+    from .proxy import steerable_proxy as run
+
+    sockets = [s for s in (frontend, backend, capture, control) if s is not None]
+    for sock in sockets:
+        sock._check_open()
+    stats: ProxyStatistics = _call(
+        frontend._loop,
+        run,
+        frontend.async_socket,
+        backend.async_socket,
+        None if capture is None else capture.async_socket,
+        None if control is None else control.async_socket,
+    )
+    return stats
+
+
+async def _connect(sock: AsyncSocket, endpoint: str, routing_id: bytes | None) -> None:
+    await sock.connect(endpoint, routing_id=routing_id)
+
+
+def _peers(sock: AsyncSocket) -> list[PeerInfo]:
+    return sock.peers
+
+
+class Monitor:
+    """The blocking twin of :class:`zmtp.Monitor`: ``for event in sock.monitor(): ...``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, monitor: AsyncMonitor) -> None:
+        self._loop = loop
+        self._monitor = monitor
+
+    def recv(self, timeout: float | None = None) -> MonitorEvent | None:
+        """The next event (None once the socket closed); TimeoutError after ``timeout``."""
+        event: MonitorEvent | None = _call(self._loop, _receive, self._monitor, timeout)
+        return event
+
+    def wait_for(
+        self,
+        kind: type[MonitorEvent] | tuple[type[MonitorEvent], ...],
+        timeout: float | None = None,
+    ) -> MonitorEvent:
+        """Skip events until one of ``kind`` (EOFError if the socket closed first)."""
+        event: MonitorEvent = _call(self._loop, _wait_for, self._monitor, kind, timeout)
+        return event
+
+    def __iter__(self) -> Iterator[MonitorEvent]:
+        while True:
+            event = self.recv()
+            if event is None:
+                return
+            yield event
+
+    def close(self) -> None:
+        _call(self._loop, self._monitor.close)
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+async def _receive(monitor: AsyncMonitor, timeout: float | None) -> MonitorEvent | None:
+    with anyio.move_on_after(math.inf if timeout is None else timeout):
+        return await monitor.receive()
+    raise TimedOut(f"no monitor event within {timeout:g} s")
+
+
+async def _wait_for(
+    monitor: AsyncMonitor,
+    kind: type[MonitorEvent] | tuple[type[MonitorEvent], ...],
+    timeout: float | None,
+) -> MonitorEvent:
+    with anyio.move_on_after(math.inf if timeout is None else timeout):
+        return await monitor.wait_for(kind)
+    raise TimedOut(f"no {kind} monitor event within {timeout:g} s")
+
+
+for _name in sorted(OPTION_NAMES):
+    if not hasattr(Socket, _name):
+        setattr(Socket, _name, option_attribute(_name))
+del _name
+
+__all__ = [
+    "EXIT_LINGER",
+    "OPTION",
+    "POLLIN",
+    "POLLOUT",
+    "RECV_BATCH",
+    "SEND_BUFFER",
+    "Context",
+    "Monitor",
+    "Poller",
+    "Socket",
+    "proxy",
+    "steerable_proxy",
+]
