@@ -124,7 +124,7 @@ class Socket(AsyncSerializers):
 
     @property
     def extension(self) -> SocketExtension | None:
-        """The installed :class:`~zmtp.SocketExtension`, if any."""
+        """The installed :class:`~zmtp.extension.SocketExtension`, if any."""
         return self._core.extension
 
     def set(self, name: str, value: Any) -> None:
