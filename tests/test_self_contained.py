@@ -196,7 +196,9 @@ def _dangling_links() -> list[str]:
         text = text_of(path) or ""
         links: list[tuple[Path | None, str, str]] = []
         if path.suffix == ".md":
-            for match in MARKDOWN_LINK.finditer(text):
+            # Code in fenced blocks is not a link (``stream[tuple[str, bytes]](10)``).
+            prose = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+            for match in MARKDOWN_LINK.finditer(prose):
                 target = match[1]
                 if re.match(r"[a-z][\w+.-]*:", target):  # https:, mailto:...
                     continue
