@@ -1,7 +1,7 @@
 """Closing never hangs (issue 16), on asyncio and trio, over tcp and ipc: close racing a
 just-accepted connection, a cancelled close, asyncio's noise from cancelled UNIX-stream
 receives, descriptors across close-during-connect cycles, and a bounded close-race stress
-(``scripts``: ``python tests/test_engine_close.py SECONDS`` runs it longer).
+(``python -m tests.test_engine_close SECONDS`` runs it longer).
 docs/architecture.md, "Closing"."""
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ async def close_race_round(transport: str, tmp_path: Path, rng: random.Random) -
 
 async def test_close_race_stress(tmp_path: Path) -> None:
     """A few seconds of random close-while-blocked rounds on every stream transport and
-    inproc (``python tests/test_engine_close.py SECONDS`` runs it for longer)."""
+    inproc (``python -m tests.test_engine_close SECONDS`` runs it for longer)."""
     await close_race_stress(2.0, tmp_path, random.Random(16))
 
 
@@ -302,7 +302,7 @@ async def close_race_stress(seconds: float, tmp_path: Path, rng: random.Random) 
     return rounds
 
 
-if __name__ == "__main__":  # the longer run: python tests/test_engine_close.py [SECONDS]
+if __name__ == "__main__":  # the longer run: python -m tests.test_engine_close [SECONDS]
     import tempfile
 
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
