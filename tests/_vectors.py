@@ -15,5 +15,7 @@ def load(name: str) -> Any:
     """Load ``name`` (e.g. ``"crypto.json"``) from ``tests/vectors/``."""
     path = VECTORS_DIR / name
     if not path.exists():  # fail loudly: a missing vector file must never skip tests silently
-        raise FileNotFoundError(f"test vectors not found at {path} (they are tracked in the repository)")
+        raise FileNotFoundError(
+            f"test vectors not found at {path} (they are tracked in the repository)"
+        )
     return json.loads(path.read_text())
