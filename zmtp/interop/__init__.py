@@ -18,8 +18,8 @@ The package's modules, one job each: :mod:`.common` (the matrix's dimensions, th
 exceptions), :mod:`.libzmq` (pyzmq sockets and monitors driven from worker threads),
 :mod:`.ends` (the zmtp side of a transfer), :mod:`.checks` (the helpers rows are written with),
 :mod:`.registry` (rows and :data:`REGISTRY`), :mod:`.context` (:class:`CaseContext`,
-:func:`link`), :mod:`.runner` (timeouts, watchdog, table). The command line is
-:mod:`zmtp.cli.interop`.
+:func:`link`), :mod:`.runner` (timeouts, watchdog, table, progress line), :mod:`.report`
+(JSON and markdown reports). The command line is :mod:`zmtp.cli.interop`.
 
 The built-in rows live in :mod:`zmtp.interop.rows`, one module per area (``sockets``:
 PUSH/PULL/PAIR and request-reply, every standard pairing; ``pubsub``: PUB/SUB/XPUB/XSUB, every
@@ -129,7 +129,9 @@ from .registry import (
     register,
 )
 from .runner import (
+    OnFinish,
     Result,
+    RunInfo,
     run_case,
     run_check,
 )
@@ -155,8 +157,10 @@ __all__ = [
     "LibzmqSocket",
     "Message",
     "MessageEnd",
+    "OnFinish",
     "Registry",
     "Result",
+    "RunInfo",
     "ZmtpEnd",
     "big_payload",
     "compare_messages",

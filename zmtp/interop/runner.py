@@ -3,6 +3,7 @@ that ends the process if a row cannot even be cancelled; prints the table."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import itertools
 import os
@@ -37,12 +38,54 @@ WATCHDOG_GRACE = 15.0
 
 
 @dataclass
+class RunInfo:
+    """What a report says about a run as a whole (see :mod:`zmtp.interop.report`)."""
+
+    zmtp: str
+    libzmq: str
+    pyzmq: str
+    backends: list[str]
+    transports: list[str]
+    pattern: str
+    started: str  #: UTC, ISO 8601
+    seconds: float = 0.0
+    complete: bool = True  #: False if the watchdog ended the run after a row hung
+
+
+class Progress:
+    """A one-line status on a terminal ("[12/304] asyncio REQ->ROUTER tcp zmtp-binds"),
+    rewritten in place and cleared before each table line, so the table stays clean."""
+
+    def __init__(self, stream: IO[str], total: int) -> None:
+        self.stream = stream
+        self.total = total
+        self.done = 0
+        self.shown = False
+
+    def show(self, backend: str, case: Case) -> None:
+        text = f"[{self.done + 1}/{self.total}] {backend} {case.label}"
+        self.stream.write("\r\x1b[K" + text[:200])
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+@dataclass
 class Result:
     case: Case
     backend: str
     status: str  #: "PASS", "FAIL", "SKIP"
     seconds: float
     detail: str
+
+
+#: Called once when a run ends (also when the watchdog ends it), with every result so far.
+OnFinish = Callable[[RunInfo, Sequence[Result]], None]
 
 
 _COLUMNS = ("BACKEND", "CASE", "TRANSPORT", "FLOW", "BINDS", "RESULT", "TIME", "DETAIL")
@@ -52,6 +95,7 @@ _COLUMNS = ("BACKEND", "CASE", "TRANSPORT", "FLOW", "BINDS", "RESULT", "TIME", "
 class _Table:
     out: IO[str]
     widths: list[int] = field(default_factory=list)
+    before_print: Callable[[], None] | None = None  #: e.g. clear a progress line first
 
     def setup(self, cases: Sequence[Case], backends: Sequence[str]) -> None:
         values = [
@@ -93,6 +137,8 @@ class _Table:
         self.print(self._line(cells))
 
     def print(self, text: str) -> None:
+        if self.before_print is not None:
+            self.before_print()
         self.out.write(text + "\n")
         self.out.flush()
 
@@ -157,8 +203,14 @@ def run_check(
     count: int = DEFAULT_COUNT,
     verbose: bool = False,
     out: IO[str] | None = None,
+    progress: IO[str] | None = None,
+    on_finish: Sequence[OnFinish] = (),
 ) -> int:
-    """Run the selected rows on each backend, print the table; returns the exit status."""
+    """Run the selected rows on each backend, print the table; returns the exit status.
+
+    ``progress``: a terminal to show a one-line status on while rows run. ``on_finish``:
+    called with the run's :class:`RunInfo` and results when it ends (reports are written so).
+    """
     out = out if out is not None else sys.stdout
     zmq = import_zmq()
     for backend in backends:
@@ -181,12 +233,24 @@ def run_check(
         table.print(f"no cases match transports {list(transports)} and {pattern!r}")
         return 1
     table.setup(cases, backends)
+    status_line = Progress(progress, len(cases) * len(backends)) if progress else None
+    if status_line is not None:
+        table.before_print = status_line.clear
     table.header()
     results: list[Result] = []
     started = time.perf_counter()
+    info = RunInfo(
+        zmtp=__version__,
+        libzmq=str(zmq.zmq_version()),
+        pyzmq=str(zmq.__version__),
+        backends=list(backends),
+        transports=list(transports),
+        pattern=pattern,
+        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
     workdir = tempfile.mkdtemp(prefix="zmtp-interop-")
 
-    def summary() -> int:
+    def summary(complete: bool = True) -> int:
         failed = sum(r.status == "FAIL" for r in results)
         passed = sum(r.status == "PASS" for r in results)
         skipped = sum(r.status == "SKIP" for r in results)
@@ -195,6 +259,10 @@ def run_check(
             f"{verdict}: {len(results)} cases, {passed} passed, {failed} failed, "
             f"{skipped} skipped in {time.perf_counter() - started:.1f}s"
         )
+        info.seconds = time.perf_counter() - started
+        info.complete = complete
+        for finish in on_finish:
+            finish(info, list(results))
         return 1 if failed else 0
 
     # Grouped by case name: all the rows of one case, on each backend in turn, then the next
@@ -222,10 +290,12 @@ def run_check(
                         hung.seconds = time.perf_counter() - case_started
                         results.append(hung)
                         table.row(hung)
-                        summary()
+                        summary(complete=False)
                         shutil.rmtree(workdir, ignore_errors=True)
                         os._exit(1)  # the event loop is stuck: no clean way out
 
+                    if status_line is not None:
+                        status_line.show(backend, case)
                     limit = (case.timeout or timeout) + WATCHDOG_GRACE
                     with _Watchdog(limit, fire):
                         result = await run_case(
@@ -233,6 +303,8 @@ def run_check(
                         )
                     results.append(result)
                     table.row(result)
+                    if status_line is not None:
+                        status_line.done += 1
 
             anyio.run(run_rows, backend=backend)
     finally:
