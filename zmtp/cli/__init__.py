@@ -33,6 +33,7 @@ from typing import cast
 SUBCOMMANDS: list[tuple[str, str]] = [
     ("interop", "interop"),
     ("keygen", "keygen"),
+    ("probe", "probe"),
 ]
 
 
