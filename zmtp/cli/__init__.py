@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ SUBCOMMANDS: list[tuple[str, str]] = [
     ("interop", "interop"),
     ("keygen", "keygen"),
     ("probe", "probe"),
+    ("trace", "trace"),
 ]
 
 
@@ -90,4 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.run(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``zmtp trace ... | head``): not an error of ours. Point stdout
+        # at /dev/null so that the interpreter's final flush does not complain again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return status

@@ -4,6 +4,7 @@ opening a raw byte stream to an endpoint (the tools that speak the wire themselv
 from __future__ import annotations
 
 import argparse
+import signal
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -45,3 +46,12 @@ def stream_endpoint(text: str) -> TcpEndpoint | IpcEndpoint:
 
 async def open_stream(endpoint: TcpEndpoint | IpcEndpoint) -> ByteStream:
     return await dial(endpoint)
+
+
+async def until_interrupted(scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` on SIGINT or SIGTERM (Ctrl-C): long-running commands stop cleanly,
+    closing what they opened, instead of dying mid-write."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return

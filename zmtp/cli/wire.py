@@ -34,6 +34,8 @@ def preview(data: bytes, limit: int = PREVIEW) -> str:
     """Printable text if the bytes are text, else hex; cut at ``limit`` bytes with "..."."""
     head = data[:limit]
     more = "..." if len(data) > limit else ""
+    if not head:
+        return '""'
     try:
         text = head.decode("ascii")
     except UnicodeDecodeError:
@@ -140,7 +142,10 @@ class Frame(WireEvent):
 
     def describe(self) -> str:
         flag = "MORE" if self.more else "LAST"
-        return f"frame {flag} {self.size} B {preview(self.body)}"
+        return f"frame {flag} {self.size} B {self.preview()}"
+
+    def preview(self) -> str:
+        return preview(self.body) + ("..." if self.size > len(self.body) else "")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,7 +153,7 @@ class Frame(WireEvent):
             "flags": self.flags,
             "more": self.more,
             "size": self.size,
-            "preview": preview(self.body),
+            "preview": self.preview(),
         }
 
 
@@ -170,7 +175,8 @@ class CommandFrame(WireEvent):
         return f"command {self.name} {parts}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "size": self.size, **self.fields}
+        fields = {k: preview(v, 64) if isinstance(v, bytes) else v for k, v in self.fields.items()}
+        return {"kind": self.kind, "name": self.name, "size": self.size, **fields}
 
 
 @dataclass
@@ -190,6 +196,8 @@ class Malformed(WireEvent):
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bytes):
+        return preview(value, 64)
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
     if isinstance(value, str):
@@ -198,7 +206,8 @@ def _show(value: Any) -> str:
 
 
 def decode_command(name: bytes, data: bytes) -> dict[str, Any]:
-    """The fields of a command's data, for the commands with a known layout ({} otherwise)."""
+    """The fields of a command's data, for the commands with a known layout ({} otherwise).
+    Byte strings stay bytes (shown with :func:`preview`); PING's TTL is in seconds."""
     try:
         if name == b"READY":
             props = parse_properties(data)
@@ -207,13 +216,13 @@ def decode_command(name: bytes, data: bytes) -> dict[str, Any]:
             return {"reason": parse_error(data)}
         if name == b"PING":
             ttl, context = parse_ping(data)
-            return {"ttl": ttl / 10, "context": preview(context)}
+            return {"ttl": ttl / 10, "context": context}
         if name == b"PONG":
-            return {"context": preview(data)}
+            return {"context": data}
         if name in (b"SUBSCRIBE", b"CANCEL"):
-            return {"topic": preview(data, 64)}
+            return {"topic": data}
         if name in (b"JOIN", b"LEAVE"):
-            return {"group": preview(data, 64)}
+            return {"group": data}
         if name in (b"ACK", b"CLR", b"COMP", b"NACK") and len(data) >= 9:
             out: dict[str, Any] = {"algo": chr(data[0]), "digest": data[1:9].hex()}
             if name == b"NACK":
@@ -282,6 +291,10 @@ class WireDecoder:
         return events
 
     def _frame(self, flags: int, body: bytes) -> WireEvent:
+        if self.mechanism == "CURVE" and body[:8] == b"\x07MESSAGE":
+            # libzmq sends CURVE's MESSAGE boxes as plain frames (no COMMAND flag), the MORE
+            # flag of the message part inside; we decode either way.
+            return CommandFrame("MESSAGE", len(body) - 8, {"encrypted": True})
         if not flags & COMMAND:
             return Frame(flags, len(body), bytes(body[:PREVIEW]))
         if flags & MORE:
