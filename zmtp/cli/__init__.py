@@ -34,6 +34,7 @@ from typing import cast
 SUBCOMMANDS: list[tuple[str, str]] = [
     ("interop", "interop"),
     ("keygen", "keygen"),
+    ("cat", "cat"),
     ("probe", "probe"),
     ("trace", "trace"),
 ]
