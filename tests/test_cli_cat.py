@@ -291,7 +291,8 @@ def test_errors_and_help() -> None:
     proc = cat("PUSH", "-c", "nowhere://x", "-d", "x")
     assert proc.returncode == 1 and "zmtp cat:" in proc.stderr
     proc = cat("PUSH", "-c", "tcp://127.0.0.1:1", "--curve-serverkey", "short", "-d", "x")
-    assert proc.returncode == 1 and "bad CURVE key" in proc.stderr
+    assert proc.returncode == 1 and "CURVE key" in proc.stderr
+    assert "Traceback" not in proc.stderr
     # A PUSH with no peer cannot send: --timeout says so with status 2.
     proc = cat("PUSH", "-b", "tcp://127.0.0.1:*", "-d", "x", "-t", "0.5", "--linger", "0")
     assert proc.returncode == 2 and "timed out" in proc.stderr

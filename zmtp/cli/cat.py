@@ -377,7 +377,11 @@ class Cat:
         args = self.args
         options = socket_options(args)
         auth = authenticator(args)
-        async with Socket(self.kind, **options) as sock:
+        try:
+            socket = Socket(self.kind, **options)
+        except (ValueError, TypeError) as exc:
+            raise CatError(f"bad socket option: {exc}") from None
+        async with socket as sock:
             if auth is not None:
                 sock.authenticator = auth
             if self.kind in ("SUB", "XSUB"):
