@@ -1,0 +1,15 @@
+"""Helpers for testing systems built on zmtp or talking to libzmq (see ``docs/testing.md``).
+
+* :class:`FaultProxy`: a TCP proxy that cuts, delays, throttles, corrupts, half-closes or pauses
+  the connections through it, on asyncio and trio.
+
+The libzmq side of the interop check (:mod:`zmtp.interop`: :class:`~zmtp.interop.Libzmq`,
+:func:`~zmtp.interop.link`, the transfer helpers) is public too and is what the project's own
+live tests use.
+"""
+
+from __future__ import annotations
+
+from .faultproxy import DIRECTIONS, FaultProxy
+
+__all__ = ["DIRECTIONS", "FaultProxy"]
