@@ -2,6 +2,8 @@
 
 * :class:`FaultProxy`: a TCP proxy that cuts, delays, throttles, corrupts, half-closes or pauses
   the connections through it, on asyncio and trio.
+* :mod:`zmtp.testing.pytest_plugin`: the opt-in pytest plugin (``zmtp_testing = true``): the
+  ``zmtp_both_backends`` marker and the ``fault_proxy`` and ``libzmq`` fixtures.
 
 The libzmq side of the interop check (:mod:`zmtp.interop`: :class:`~zmtp.interop.Libzmq`,
 :func:`~zmtp.interop.link`, the transfer helpers) is public too and is what the project's own
