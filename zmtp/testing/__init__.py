@@ -2,6 +2,8 @@
 
 * :class:`FaultProxy`: a TCP proxy that cuts, delays, throttles, corrupts, half-closes or pauses
   the connections through it, on asyncio and trio.
+* :class:`RawPeer`: a peer that sends exactly the bytes a test scripts (bad greetings,
+  oversized frames, silence mid-frame, any command) and reads the other side's frames.
 * :mod:`zmtp.testing.pytest_plugin`: the opt-in pytest plugin (``zmtp_testing = true``): the
   ``zmtp_both_backends`` marker and the ``fault_proxy`` and ``libzmq`` fixtures.
 
@@ -13,5 +15,6 @@ live tests use.
 from __future__ import annotations
 
 from .faultproxy import DIRECTIONS, FaultProxy
+from .rawpeer import RawPeer
 
-__all__ = ["DIRECTIONS", "FaultProxy"]
+__all__ = ["DIRECTIONS", "FaultProxy", "RawPeer"]
