@@ -185,3 +185,32 @@ def test_peer_error_and_bad_endpoint(context: object) -> None:
 
     proc = probe("inproc://nothing")
     assert proc.returncode == 2 and "only tcp:// and ipc://" in proc.stderr
+
+
+def test_help_texts_name_every_option() -> None:
+    for command, options in {
+        "probe": ("ENDPOINT", "--json", "--timeout", "--backend", "Exit status"),
+        "interop": ("--list", "--json", "--markdown", "--progress", "-k", "Exit status"),
+        "keygen": ("--json", "--public-of"),
+    }.items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "zmtp", command, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        for option in options:
+            assert option in proc.stdout, (command, option)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zmtp", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    for command in ("interop", "keygen", "cat", "probe", "trace"):
+        assert command in proc.stdout, command

@@ -4,6 +4,8 @@
   the connections through it, on asyncio and trio.
 * :class:`RawPeer`: a peer that sends exactly the bytes a test scripts (bad greetings,
   oversized frames, silence mid-frame, any command) and reads the other side's frames.
+* :func:`libzmq_peer`: a pyzmq peer of any type and mechanism, in a thread or a subprocess,
+  that receives (and with ``echo=True`` answers) and reports what it received.
 * :mod:`zmtp.testing.pytest_plugin`: the opt-in pytest plugin (``zmtp_testing = true``): the
   ``zmtp_both_backends`` marker and the ``fault_proxy`` and ``libzmq`` fixtures.
 
@@ -15,6 +17,7 @@ live tests use.
 from __future__ import annotations
 
 from .faultproxy import DIRECTIONS, FaultProxy
+from .libzmq_peer import LibzmqPeer, libzmq_peer
 from .rawpeer import RawPeer
 
-__all__ = ["DIRECTIONS", "FaultProxy", "RawPeer"]
+__all__ = ["DIRECTIONS", "FaultProxy", "LibzmqPeer", "RawPeer", "libzmq_peer"]
