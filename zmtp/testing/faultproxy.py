@@ -25,7 +25,9 @@ connections live now and later until changed:
   forwarded and no connection to the target yet): a test decides when a reconnection reaches
   the other side.
 
-``accepted`` counts connections put through to the target, ``live`` those open now.
+``accepted`` counts connections put through to the target, ``live`` those open now;
+``FaultProxy(host, port, record=True)`` keeps every forwarded byte in ``recorded["up"]`` and
+``recorded["down"]``.
 """
 
 from __future__ import annotations
@@ -51,9 +53,14 @@ class _Faults:
 
 
 class FaultProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, *, record: bool = False) -> None:
         self.target_host = target_host
         self.target_port = target_port
+        #: With ``record=True``: every byte forwarded each way ("up", "down"), over all
+        #: connections, in order per direction (what a test inspects on the wire).
+        self.recorded: dict[str, bytearray] | None = (
+            {d: bytearray() for d in DIRECTIONS} if record else None
+        )
         self.endpoint = ""  #: tcp://127.0.0.1:<port> once entered
         self.accepted = 0
         self._live: set[anyio.CancelScope] = set()
@@ -210,6 +217,8 @@ class FaultProxy:
                     faults.cut_after = limit - len(chunk)
                 if self._rate:
                     await anyio.sleep(len(chunk) / self._rate)  # the throttle asked for
+                if self.recorded is not None:
+                    self.recorded[direction] += chunk
                 await sink.send(chunk)
         both.cancel()  # one direction ended: end the other too, closing both sockets
 
