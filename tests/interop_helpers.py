@@ -157,52 +157,6 @@ async def _serve_forever(
             tg.start_soon(handler, stream)
 
 
-@dataclass
-class TcpRelay:
-    """Forwards every connection to ``target_port`` and records both directions.
-
-    ``upstream`` is what the connecting side sent, ``downstream`` what the listening side sent
-    (over all connections, in arrival order per direction)."""
-
-    target_port: int
-    port: int = 0
-    upstream: bytearray = field(default_factory=bytearray)
-    downstream: bytearray = field(default_factory=bytearray)
-
-    @property
-    def endpoint(self) -> str:
-        return f"tcp://127.0.0.1:{self.port}"
-
-    async def _serve(self, client: SocketStream) -> None:
-        server = await anyio.connect_tcp("127.0.0.1", self.target_port)
-        async with client, server, anyio.create_task_group() as tg:
-
-            async def pump(src: SocketStream, dst: SocketStream, log: bytearray) -> None:
-                try:
-                    while True:
-                        chunk = await src.receive()
-                        log += chunk
-                        await dst.send(chunk)
-                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                    pass
-                tg.cancel_scope.cancel()  # one side closed: close both
-
-            tg.start_soon(pump, client, server, self.upstream)
-            tg.start_soon(pump, server, client, self.downstream)
-
-
-@asynccontextmanager
-async def tcp_relay(target_port: int) -> AsyncIterator[TcpRelay]:
-    listener = (await anyio.create_tcp_listener(local_host="127.0.0.1")).listeners[0]
-    relay = TcpRelay(target_port, listener.extra(SocketAttribute.local_port))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_serve_forever, listener, relay._serve, tg)
-        try:
-            yield relay
-        finally:
-            tg.cancel_scope.cancel()
-
-
 def tcp_port(endpoint: str) -> int:
     return int(endpoint.rsplit(":", 1)[1])
 

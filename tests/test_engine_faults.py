@@ -1,4 +1,4 @@
-"""Connections killed from outside, through the fault-injecting proxy (tests/faultproxy.py):
+"""Connections killed from outside, through the fault-injecting proxy (zmtp.testing.FaultProxy):
 the connecting side reconnects through the proxy and later messages flow."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 import zmtp
-from tests.faultproxy import FaultProxy
 from tests.test_engine_helpers import TIMEOUT, tcp_host_port, wait_event
+from zmtp.testing import FaultProxy
 
 pytestmark = pytest.mark.anyio
 

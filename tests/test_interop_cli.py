@@ -16,8 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from zmtp import __main__ as cli
-from zmtp import interop
+from zmtp import cli, interop
 from zmtp.crypto import curve_public, z85_decode
 from zmtp.interop import CaseContext, CaseFailed, Registry
 
@@ -50,7 +49,7 @@ STANDARD_PAIRS = {(ours, theirs) for ours, peers in COMPATIBLE.items() for their
 #: The security variants that must be there: each mechanism with zmtp in each role.
 SECURITY_VARIANTS = {"CURVE-client", "CURVE-server", "PLAIN-client", "PLAIN-server"}
 MATRIX = set(itertools.product(("tcp", "ipc"), ("zmtp", "libzmq")))
-#: The socket-option rows (zmtp/interop_rows/options.py) and who binds in them. A connect
+#: The socket-option rows (zmtp/interop/rows/options.py) and who binds in them. A connect
 #: routing id needs its owner to connect, and conflation is only deterministic on messages
 #: queued before the receiver binds, so those rows run in one role.
 OPTION_ROWS = {
@@ -280,7 +279,7 @@ def test_uncancellable_hang_is_a_fail_row_not_a_hung_command(tmp_path: Path) -> 
             import anyio
             from zmtp import interop
 
-            interop.WATCHDOG_GRACE = 0.5
+            interop.runner.WATCHDOG_GRACE = 0.5
             registry = interop.Registry()
 
             @registry.register("STUCK", flow="both", transports=("tcp",), binds=("zmtp",),

@@ -17,9 +17,9 @@ from tests.interop_helpers import (
     libzmq_env,  # noqa: F401  (fixture "lz")
     silent_zmtp_peer,
     tcp_port,
-    tcp_relay,
 )
 from zmtp.interop import Libzmq, ZmtpEnd, compare_messages, link
+from zmtp.testing import FaultProxy
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 
@@ -54,15 +54,15 @@ async def test_ping_pong_on_the_wire_with_libzmq(lz: Libzmq) -> None:
         theirs = lz.socket("PULL")
         port = tcp_port(theirs.bind("tcp://127.0.0.1:*"))
         async with (
-            tcp_relay(port) as relay,
+            FaultProxy("127.0.0.1", port, record=True) as relay,
             zmtp.Socket(zmtp.PUSH, heartbeat_ivl=IVL, heartbeat_timeout=TIMEOUT, linger=0) as ours,
         ):
             monitor = ours.monitor()
             await ours.connect(relay.endpoint)
             await monitor.wait_for(zmtp.HandshakeSucceeded)
             assert await event_within(monitor, zmtp.Disconnected, IDLE) is None
-            pings = count_commands(bytes(relay.upstream), b"PING")
-            pongs = count_commands(bytes(relay.downstream), b"PONG")
+            pings = count_commands(bytes(relay.recorded["up"]), b"PING")
+            pongs = count_commands(bytes(relay.recorded["down"]), b"PONG")
             assert pings >= IDLE / IVL / 2, f"only {pings} PINGs in {IDLE}s"
             assert pongs >= pings - 1, f"libzmq answered {pongs} of {pings} PINGs"
             await ours.send(b"ok")
@@ -96,12 +96,12 @@ async def test_we_pong_libzmq_on_the_wire(lz: Libzmq) -> None:
         async with zmtp.Socket(zmtp.PULL, linger=0) as ours:
             monitor = ours.monitor()
             port = tcp_port(await ours.bind("tcp://127.0.0.1:*"))
-            async with tcp_relay(port) as relay:
+            async with FaultProxy("127.0.0.1", port, record=True) as relay:
                 theirs.connect(relay.endpoint)
                 await monitor.wait_for(zmtp.HandshakeSucceeded)
                 assert await event_within(monitor, zmtp.Disconnected, IDLE) is None
-                pings = count_commands(bytes(relay.upstream), b"PING")
-                pongs = count_commands(bytes(relay.downstream), b"PONG")
+                pings = count_commands(bytes(relay.recorded["up"]), b"PING")
+                pongs = count_commands(bytes(relay.recorded["down"]), b"PONG")
                 assert pings >= IDLE / 0.1 / 2, f"libzmq sent only {pings} PINGs"
                 assert pongs >= pings - 1, f"we answered {pongs} of {pings} PINGs"
                 await theirs.send_multipart([b"ok"])

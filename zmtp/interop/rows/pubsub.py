@@ -10,17 +10,16 @@ when its thread touches the socket; every libzmq call here does.
 
 from __future__ import annotations
 
-from ..interop import (
-    PROBE,
-    CaseContext,
-    Message,
+from ..checks import (
     expect_libzmq_saw,
     expect_messages,
     expect_peer,
     probe_until_received,
     publish_until_cancelled,
-    register,
 )
+from ..common import PROBE, Message
+from ..context import CaseContext
+from ..registry import register
 
 TOPICS = [b"a", b"b"]
 #: Published after the probes: what a subscriber to TOPICS must get, in order.

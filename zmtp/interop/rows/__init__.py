@@ -1,8 +1,9 @@
 """The built-in rows of ``zmtp interop``, one module per area.
 
-Each module registers its cases into :data:`zmtp.interop.REGISTRY` when imported, and
-:mod:`zmtp.interop` imports this package at its end, so the rows are there whichever module is
-imported first. The table runs (and groups) the cases in this order:
+Each module registers its cases into :data:`zmtp.interop.REGISTRY` when imported (they import
+only the modules of :mod:`zmtp.interop` they use, never the package itself), and
+:mod:`zmtp.interop` imports this package, so the rows are there whichever module is imported
+first. The table runs (and groups) the cases in this order:
 
 * :mod:`.sockets`: the pipeline, exclusive-pair and request-reply types (PUSH, PULL, PAIR, REQ,
   REP, DEALER, ROUTER) in every standard pairing;

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import sys
 
-from ..interop import (
-    CaseContext,
-    CaseFailed,
-    Message,
+from ..checks import (
     big_payload,
     expect_libzmq_saw,
     expect_messages,
     expect_peer,
-    register,
     sample_messages,
     transfer,
 )
+from ..common import CaseFailed, Message
+from ..context import CaseContext
+from ..registry import register
 
 # Identities set where a case needs to route by name (plain ASCII: libzmq shows them as str).
 OUR_ID = b"zmtp-side"
@@ -33,7 +32,7 @@ def _bodies(kind: bytes) -> list[Message]:
     return [[kind, b"0"], [kind, b"", b"1"], [kind, b"2", big_payload()]]
 
 
-def _expect_generated_id(routing_id: bytes, who: str) -> None:
+def expect_generated_id(routing_id: bytes, who: str) -> None:
     """libzmq's (and our) generated routing ids: 5 bytes, 0x00 then a uint32 counter."""
     if len(routing_id) != 5 or routing_id[0] != 0:
         raise CaseFailed(f"{who} generated routing id {routing_id!r}: not 5 bytes starting 0x00")
@@ -154,7 +153,7 @@ async def correlated_req_to_libzmq_router(c: CaseContext) -> str:
         c.step("first request: [generated id, request id, '', body]")
         await ours.send(b"first")
         [[routing_id, old_id, empty, body]] = await theirs.recv_many(1)
-        _expect_generated_id(routing_id, "libzmq ROUTER")
+        expect_generated_id(routing_id, "libzmq ROUTER")
         if (len(old_id), empty, body) != (4, b"", b"first"):
             raise CaseFailed(f"libzmq ROUTER saw request id {old_id!r}, {empty!r}, {body!r}")
         c.step("second request (relaxed: abandons the first)")
@@ -249,7 +248,7 @@ async def dealer_to_libzmq_router(c: CaseContext) -> str:
         await c.end(ours).send_many(messages)
         received = await theirs.recv_many(len(messages))
         routing_id = received[0][0]
-        _expect_generated_id(routing_id, "libzmq ROUTER")
+        expect_generated_id(routing_id, "libzmq ROUTER")
         expect_libzmq_saw(theirs, "DEALER", identity="")
         expected = [[routing_id, *m] for m in messages]
         if received != expected:
@@ -271,7 +270,7 @@ async def router_from_libzmq_dealer(c: CaseContext) -> str:
         await theirs.send_many(messages)
         received = await c.end(ours).recv_many(len(messages))
         routing_id = received[0][0]
-        _expect_generated_id(routing_id, "zmtp ROUTER")
+        expect_generated_id(routing_id, "zmtp ROUTER")
         expected = [[routing_id, *m] for m in messages]
         if received != expected:
             raise CaseFailed(f"zmtp ROUTER received {received!r}, expected {expected!r}")

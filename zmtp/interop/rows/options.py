@@ -30,23 +30,21 @@ import time
 
 import anyio
 
-from ..interop import (
-    PROBE,
-    CaseContext,
-    CaseFailed,
-    Message,
-    MessageEnd,
+from ...monitor import HandshakeFailed, HandshakeSucceeded, Monitor, PeerInfo
+from ...options import NOTIFY_CONNECT, NOTIFY_DISCONNECT
+from ..checks import (
     expect_libzmq_saw,
     expect_messages,
     expect_peer,
     probe_until_received,
     publish_until_cancelled,
     recv_skipping,
-    register,
 )
-from ..monitor import HandshakeFailed, HandshakeSucceeded, Monitor, PeerInfo
-from ..options import NOTIFY_CONNECT, NOTIFY_DISCONNECT
-from .sockets import OUR_ID, THEIR_ID, _expect_generated_id
+from ..common import PROBE, CaseFailed, Message
+from ..context import CaseContext
+from ..ends import MessageEnd
+from ..registry import register
+from .sockets import OUR_ID, THEIR_ID, expect_generated_id
 
 #: The routing id a connect routing id gives the peer (not the Identity that peer announces).
 ALIAS = b"alias"
@@ -143,7 +141,7 @@ async def probing_dealer_to_libzmq_router(c: CaseContext) -> str:
         [[routing_id, *probe]] = await theirs.recv_many(1)
         if probe != [b""]:
             raise CaseFailed(f"libzmq ROUTER's first message is {probe!r}, not the probe ['']")
-        _expect_generated_id(routing_id, "libzmq ROUTER")
+        expect_generated_id(routing_id, "libzmq ROUTER")
         expect_libzmq_saw(theirs, "DEALER", identity="")
         c.step("libzmq ROUTER speaks first, to the id it learned from the probe")
         await theirs.send_multipart([routing_id, b"welcome"])
@@ -173,7 +171,7 @@ async def router_from_probing_libzmq_dealer(c: CaseContext) -> str:
             [[routing_id, *probe]] = await c.end(ours).recv_many(1)
             if probe != [b""]:
                 raise CaseFailed(f"our ROUTER's first message is {probe!r}, not the probe ['']")
-        _expect_generated_id(routing_id, "zmtp ROUTER")
+        expect_generated_id(routing_id, "zmtp ROUTER")
         c.step("we answer the id the probe gave us")
         await ours.send_multipart([routing_id, b"welcome"])
         await expect_messages(theirs, [[b"welcome"]])

@@ -11,19 +11,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..crypto import z85_decode
-from ..interop import (
-    PROBE,
-    CaseContext,
-    CaseFailed,
-    big_payload,
-    expect_messages,
-    expect_peer,
-    probe_until_received,
-    register,
-    transfer,
-)
-from ..monitor import HandshakeFailed, PeerInfo
+from ...crypto import z85_decode
+from ...monitor import HandshakeFailed, PeerInfo
+from ..checks import big_payload, expect_messages, expect_peer, probe_until_received, transfer
+from ..common import PROBE, CaseFailed
+from ..context import CaseContext
+from ..registry import register
 
 
 def _curve_keys(c: CaseContext) -> dict[str, bytes]:
@@ -192,7 +185,7 @@ async def plain_client(c: CaseContext) -> str:
 
 @register("PULL<-PUSH[PLAIN-server]", flow="libzmq->zmtp", requires=("PULL",))
 async def plain_server(c: CaseContext) -> str:
-    from ..auth import Authenticator
+    from ...auth import Authenticator
 
     auth = Authenticator()
     auth.configure_plain({"admin": "secret"})
