@@ -40,9 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("zmtp", "zmtp_qos")
 #: Underscore names of the standard library that are public API.
 STDLIB_UNDERSCORE_API = frozenset({"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make"})
-#: Files of issue 9 §3 (the interop package) until its move to zmtp/interop/ lands; they are
-#: replaced there, not edited here.
-PENDING_MOVE = ("zmtp/interop_rows/",)
 
 
 @dataclass(frozen=True)
@@ -164,7 +161,7 @@ def private_access_violations(path: str, tree: ast.AST) -> list[str]:
 
 
 def checked_modules() -> list[Module]:
-    return [m for m in modules() if not m.path.startswith(PENDING_MOVE)]
+    return modules()
 
 
 def test_the_packages_are_found() -> None:
