@@ -13,6 +13,7 @@ In new async code, a task per socket is simpler (docs/from-pyzmq.md).
 from __future__ import annotations
 
 import math
+from typing import Generic, TypeVar
 
 import anyio
 
@@ -21,6 +22,30 @@ from .socket import Socket
 #: libzmq's flag values, so ``zmq.POLLIN`` works too.
 POLLIN = 1
 POLLOUT = 2
+
+S = TypeVar("S")
+
+
+class Registrations(Generic[S]):
+    """The sockets a poller watches and for which events (``register``/``modify``/
+    ``unregister`` as pyzmq's); shared by this poller and its blocking twin in zmtp.sync."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[S, int] = {}
+
+    def register(self, sock: S, flags: int = POLLIN | POLLOUT) -> None:
+        """Watch ``sock`` for ``flags`` (registering again replaces them; 0 unregisters)."""
+        if flags:
+            self.sockets[sock] = flags
+        else:
+            self.sockets.pop(sock, None)
+
+    modify = register
+
+    def unregister(self, sock: S) -> None:
+        """Stop watching ``sock`` (unknown sockets are ignored)."""
+        self.sockets.pop(sock, None)
+
 
 _SEND_NEVER = frozenset({"PULL", "SUB", "DISH", "GATHER"})
 
@@ -35,24 +60,9 @@ def ready_events(sock: Socket, wanted: int) -> int:
     return events
 
 
-class Poller:
+class Poller(Registrations[Socket]):
     """Register sockets with ``POLLIN``/``POLLOUT``; ``await poll(timeout)`` says which are
     ready."""
-
-    def __init__(self) -> None:
-        self.sockets: dict[Socket, int] = {}
-
-    def register(self, sock: Socket, flags: int = POLLIN | POLLOUT) -> None:
-        """Watch ``sock`` for ``flags`` (registering again replaces them; 0 unregisters)."""
-        if flags:
-            self.sockets[sock] = flags
-        else:
-            self.sockets.pop(sock, None)
-
-    modify = register
-
-    def unregister(self, sock: Socket) -> None:
-        self.sockets.pop(sock, None)
 
     def ready(self) -> list[tuple[Socket, int]]:
         """What is ready now, without waiting."""
@@ -95,4 +105,4 @@ class Poller:
         done.cancel()
 
 
-__all__ = ["POLLIN", "POLLOUT", "Poller", "ready_events"]
+__all__ = ["POLLIN", "POLLOUT", "Poller", "Registrations", "ready_events"]

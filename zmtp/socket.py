@@ -57,8 +57,9 @@ _UNSET = _Unset.UNSET
 _API = TypeVar("_API")
 
 
-def _as_message(parts: Iterable[Any]) -> Message:
-    """A fresh list of ``bytes`` (bytes-like and str are converted; str as UTF-8)."""
+def as_message(parts: Iterable[Any]) -> Message:
+    """A fresh list of ``bytes`` (bytes-like and str are converted; str as UTF-8): what every
+    send of the async and the blocking API makes of the application's parts."""
     message = list(parts)
     if not message:
         raise InvalidArgument("a message needs at least one part")
@@ -256,7 +257,7 @@ class Socket(AsyncSerializers):
         # The fast path is spelled out here too: one coroutine call per message matters.
         if self._core.closing:
             raise SocketClosed(CLOSED)
-        message = [data] if type(data) is bytes else _as_message((data,))
+        message = [data] if type(data) is bytes else as_message((data,))
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)
@@ -278,7 +279,7 @@ class Socket(AsyncSerializers):
         """
         if self._core.closing:
             raise SocketClosed(CLOSED)
-        message = _as_message(parts)
+        message = as_message(parts)
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)

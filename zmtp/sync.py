@@ -63,12 +63,13 @@ from .errors import CLOSED, InvalidState, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
 from .options import OPTION_NAMES, Options, option_attribute, warn_if_milliseconds
-from .poller import POLLIN, POLLOUT
+from .poller import POLLIN, POLLOUT, Registrations
 from .poller import Poller as AsyncPoller
-from .protocol.errors import InvalidArgument, TimedOut, WrongType
+from .protocol.errors import InvalidArgument, TimedOut
 from .protocol.sockettypes import SocketType
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
+from .socket import as_message
 
 if TYPE_CHECKING:
     from .proxy import ProxyStatistics
@@ -360,22 +361,6 @@ async def _open(socket_type: SocketType | str, options: dict[str, Any]) -> _Core
     return core
 
 
-def _message(parts: Iterable[Any]) -> list[bytes]:
-    """A fresh list of bytes, converted as the async socket does (str as UTF-8)."""
-    message = list(parts)
-    if not message:
-        raise InvalidArgument("a message needs at least one part")
-    for i, part in enumerate(message):
-        if type(part) is not bytes:
-            if isinstance(part, str):
-                message[i] = part.encode("utf-8")
-            elif isinstance(part, (bytearray, memoryview)):
-                message[i] = bytes(part)
-            else:
-                raise WrongType(f"message parts must be bytes, not {type(part).__name__}")
-    return message
-
-
 # ---------------------------------------------------------------------- the face
 
 
@@ -507,12 +492,12 @@ class Socket(SyncSerializers):
 
     def send(self, data: bytes | bytearray | memoryview | str) -> None:
         """Send a single-part message (see :meth:`send_multipart`)."""
-        self._send([data] if type(data) is bytes else _message((data,)))
+        self._send([data] if type(data) is bytes else as_message((data,)))
 
     def send_multipart(self, parts: Iterable[Any]) -> None:
         """Send one message. Blocks while the socket cannot take it; raises TimeoutError
         after ``send_timeout``."""
-        self._send(_message(parts))
+        self._send(as_message(parts))
 
     def _send(self, message: list[bytes]) -> None:
         if self._alternating:
@@ -723,25 +708,10 @@ class Context:
         self.term() if exc_type is None else self.term(0)
 
 
-class Poller:
+class Poller(Registrations[Socket]):
     """The blocking twin of :class:`zmtp.poller.Poller`: ``poll(timeout)`` (seconds) returns
     ``[(socket, events)]`` for the registered blocking sockets that are ready, consuming
     nothing (a message already moved to a socket's receive buffer counts as waiting)."""
-
-    def __init__(self) -> None:
-        self.sockets: dict[Socket, int] = {}
-
-    def register(self, sock: Socket, flags: int = POLLIN | POLLOUT) -> None:
-        """Watch ``sock`` for ``flags`` (registering again replaces them; 0 unregisters)."""
-        if flags:
-            self.sockets[sock] = flags
-        else:
-            self.sockets.pop(sock, None)
-
-    modify = register
-
-    def unregister(self, sock: Socket) -> None:
-        self.sockets.pop(sock, None)
 
     def poll(self, timeout: float | None = None) -> list[tuple[Socket, int]]:
         if not self.sockets:
