@@ -33,6 +33,6 @@ nitpick_ignore_regex = [
     # anyio's task group in the engine core's fields (anyio has no inventory here either).
     (r"py:class", r"TaskGroup"),
     # Type variables of generic classes (``Registrations[S]``) have no page of their own.
-    (r"py:class", r"(.*\.)?[A-Z]"),
+    (r"py:(class|obj)", r"(.*\.)?[A-Z]"),
 ]
 html_theme = "alabaster"
