@@ -522,6 +522,10 @@ class Socket:
             raise TypeError("an authenticator needs an async authenticate(request) method")
         self._authenticator = handler
 
+    def emit_event(self, event: MonitorEvent) -> None:
+        """Deliver ``event`` to the socket's monitors (extension point: QoS events)."""
+        self._emit(event)
+
     def wake_senders(self) -> None:
         """Re-try blocked sends (an extension calls this when its send gate opens)."""
         self._wake_senders()
@@ -571,6 +575,25 @@ class Socket:
             if ops >= _YIELD_EVERY:
                 self._ops = 0
                 await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
+            return
+        await self._send_blocking(message)
+
+    async def send_prepared(self, message: Message) -> None:
+        """Send ``message``, a fresh list of ``bytes`` the caller will not touch again, as is.
+
+        Extension point: unlike :meth:`send_multipart` the list is not copied, so the very
+        object reaches the extension's ``before_send`` and an extension layer (QoS receipts)
+        can tell its messages apart even when two are byte-identical.
+        """
+        if self._closing:
+            raise SocketClosed("socket is closed")
+        if not message or any(type(part) is not bytes for part in message):
+            raise TypeError("send_prepared takes a non-empty list of bytes")
+        strategy = self._strategy
+        if strategy.send_check:
+            strategy.check_send(message)
+        if strategy.try_send(message):
+            await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 

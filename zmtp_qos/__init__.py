@@ -17,11 +17,13 @@ from .codes import (
 )
 from .config import QoSConfig
 from .results import DeadLetter, Delivered, NackError, Receipt
+from .socket import Handle, Socket, VerdictError
 
 __all__ = [
     "BadInput",
     "DeadLetter",
     "Delivered",
+    "Handle",
     "InternalError",
     "NackError",
     "Overloaded",
@@ -30,4 +32,6 @@ __all__ = [
     "QoSConfig",
     "Receipt",
     "Rejected",
+    "Socket",
+    "VerdictError",
 ]

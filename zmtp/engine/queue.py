@@ -51,6 +51,18 @@ class MessageQueue:
         if was_empty and items:
             self.on_data()
 
+    def put_front(self, messages: Iterable[Message]) -> None:
+        """Queue ``messages`` (in their order) ahead of everything queued, ignoring the HWM.
+
+        Extension point for replay and fail-over (QoS): messages already counted as in flight
+        must go out before any new message, so they neither wait for room nor queue behind.
+        """
+        items = self.items
+        was_empty = not items
+        items.extendleft(reversed(list(messages)))
+        if was_empty and items:
+            self.on_data()
+
     def get(self) -> Message:
         """Pop the oldest message (the caller checked it is not empty)."""
         items = self.items
