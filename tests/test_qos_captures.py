@@ -1,4 +1,4 @@
-"""Byte compatibility with the Ruby omq-qos stack, from its raw captures (tests/vectors/omq-qos-captures).
+"""Byte compatibility with the Ruby omq-qos stack, from its raw captures (omq-qos-captures).
 
 Receiver: each capture's client (PUSH) bytes are played into a zmtp PULL at that level over a
 raw TCP socket, and every ACK/COMP/NACK we answer must equal the captured one. Sender (the
