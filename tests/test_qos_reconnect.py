@@ -119,3 +119,41 @@ async def test_level1_fails_over_un_acked_messages_to_the_survivor() -> None:
             assert got == [b"m0", b"m1", b"m2", b"m3"]
             for r in receipts:
                 assert isinstance(await r, Delivered)  # type: ignore[misc]
+
+
+async def test_level2_dead_letters_after_the_timeout_and_streams_them() -> None:
+    config = zmtp_qos.QoSConfig(dead_letter_timeout=0.2)
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PUSH, qos=2, config=config, linger=0) as push:
+            events = push.monitor()
+            ep = await push.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PULL", b"receiver-A", 2)
+            receipt = await push.send(b"doomed")
+            buf = bytearray()
+            await _read_until(raw, buf, 2)
+            letters = push.dead_letters()
+            await raw.aclose()
+            await events.wait_for(zmtp.Disconnected)
+            letter = await letters.__anext__()
+            assert letter.reason == "peer_timeout" and letter.parts == [b"doomed"]
+            assert letter.peer == "receiver-A"
+            assert await receipt == letter  # type: ignore[misc]
+            assert push.runtime is not None and push.runtime.in_flight == 0
+
+
+async def test_receiver_dedup_ttl_sweep_runs() -> None:
+    """Reference shortcoming 2: its TTL sweep never ran."""
+    config = zmtp_qos.QoSConfig(dedup_ttl=0.1, dead_letter_timeout=0.1)
+    data = b"\x00\x05cap-1"
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=2, config=config) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PUSH", b"sender-A", 2)
+            async with raw:
+                await raw.send(data)
+                assert await pull.recv() == b"cap-1"
+                assert pull.runtime is not None
+                while len(pull.runtime.dedup):  # swept by the socket's own timer
+                    await anyio.sleep(0.05)
+                await raw.send(data)  # past the TTL: a new message again
+                assert await pull.recv() == b"cap-1"

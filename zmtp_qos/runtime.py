@@ -279,6 +279,25 @@ class QoSRuntime(SocketExtension):
         else:
             anchor.held.append(entry)
 
+    def sweep(self) -> int:
+        """Dead-letter the messages of peers disconnected for ``dead_letter_timeout``
+        (``peer_timeout``); the socket calls this every ``dead_letter_timeout / 4``."""
+        now = self.clock()
+        horizon = self.config.dead_letter_timeout
+        count = 0
+        for key, anchor in list(self.anchors.items()):
+            if anchor.disconnected_at is None or now - anchor.disconnected_at < horizon:
+                continue
+            expired = self.tracker.take(key) + list(anchor.held)
+            anchor.held.clear()
+            for entry in expired:
+                self._settled(entry)
+                self.dead_letter(entry, "peer_timeout", describe(key))
+            count += len(expired)
+        if self.level >= 2:
+            self.dedup.sweep(now)
+        return count
+
     def _settled(self, entry: Entry) -> None:
         self.entries.pop(id(entry.parts), None)
         if self._gated and self.in_flight < self.send_hwm:

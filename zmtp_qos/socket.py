@@ -139,7 +139,20 @@ class Socket:
         await self.raw.__aenter__()
         self._cm = anyio.create_task_group()
         self._tg = await self._cm.__aenter__()
+        if self.runtime is not None and self.level >= 2:
+            self._tg.start_soon(self._sweeper)
         return self
+
+    async def _sweeper(self) -> None:
+        """Dead-letter sweep every dead_letter_timeout/4 (senders) and the dedup TTL sweep
+        every dedup_ttl/2 (receivers): the reference never ran the latter."""
+        runtime = self.runtime
+        assert runtime is not None
+        config = self.config
+        period = min(config.dead_letter_timeout / 4, config.dedup_ttl / 2)
+        while True:
+            await anyio.sleep(period)
+            runtime.sweep()
 
     async def __aexit__(
         self,
