@@ -170,7 +170,7 @@ async def test_un_acked_messages_count_against_send_hwm() -> None:
     with anyio.fail_after(20):
         async with (
             zmtp_qos.Socket(zmtp.PULL, qos=3) as pull,
-            zmtp_qos.Socket(zmtp.PUSH, qos=3, send_hwm=4) as push,
+            zmtp_qos.Socket(zmtp.PUSH, qos=3, send_hwm=4, linger=0) as push,
         ):
             ep = await pull.bind("tcp://127.0.0.1:*")
             await push.connect(ep)
@@ -196,3 +196,39 @@ async def test_fan_out_and_unsupported_types_refuse_qos() -> None:
         zmtp_qos.Socket(zmtp.PUSH, qos=4)
     plain = zmtp_qos.Socket(zmtp.PUSH, qos=0)
     assert plain.raw.extension is None  # level 0 is plain zmtp
+
+
+async def test_close_lingers_for_pending_comp() -> None:
+    """Reference shortcoming 5: close did not wait for acknowledgements."""
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            push = zmtp_qos.Socket(zmtp.PUSH, qos=3, linger=10)
+            async with anyio.create_task_group() as tg:
+                async with push:
+                    await push.connect(ep)
+                    receipt = await push.send(b"work")
+                    handle = await pull.recv_handle()
+                    lingering = anyio.Event()
+                    assert push.runtime is not None
+                    push.runtime.on_linger = lingering.set
+                    tg.start_soon(_complete_later, handle, lingering)
+                # left the block: close waited for the COMP
+                assert isinstance(await receipt, Delivered)  # type: ignore[misc]
+
+
+async def _complete_later(handle: Handle, lingering: anyio.Event) -> None:
+    await lingering.wait()  # complete only once the close is waiting for it
+    handle.complete()
+
+
+async def test_linger_zero_dead_letters_pending_at_once() -> None:
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            async with zmtp_qos.Socket(zmtp.PUSH, qos=3, linger=0) as push:
+                await push.connect(ep)
+                receipt = await push.send(b"work")
+                await pull.recv_handle()  # no verdict
+            letter = await receipt  # type: ignore[misc]
+            assert isinstance(letter, zmtp_qos.DeadLetter) and letter.reason == "socket_closed"

@@ -37,7 +37,7 @@ class PendingTracker(Generic[E]):
         entries = self._by_key.get(key)
         return len(entries) if entries is not None else 0
 
-    def keys(self) -> list[Hashable]:
+    def peer_keys(self) -> list[Hashable]:
         return list(self._by_key)
 
     def track(self, key: Hashable, entry: E) -> None:

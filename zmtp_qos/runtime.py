@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import anyio
+
 from zmtp import SocketExtension
 from zmtp.engine.pipe import Pipe, PipeClosed
 from zmtp.engine.queue import Message
@@ -104,6 +106,9 @@ class QoSRuntime(SocketExtension):
         self.delivered = 0
         self.dead_lettered = 0
         self._gated = False
+        self._drained: anyio.Event | None = None
+        #: Called when a close starts waiting for pending acknowledgements (diagnostics, tests).
+        self.on_linger: Callable[[], None] | None = None
         self.live: list[Pipe] = []  #: connected pipes, in connection order
 
     # ------------------------------------------------------------------ counters
@@ -298,8 +303,42 @@ class QoSRuntime(SocketExtension):
             self.dedup.sweep(now)
         return count
 
+    async def linger(self) -> None:
+        """``close()`` waits here, within the socket's linger, for pending ACK/COMP (§5.3)."""
+        if self.on_linger is not None:
+            self.on_linger()
+        while self.in_flight:
+            self._drained = anyio.Event()
+            await self._drained.wait()
+
+    def close_out(self) -> None:
+        """After close: what is still pending is dead-lettered ``socket_closed`` (levels
+        2-3) or reported ``dropped_at_close`` (level 1)."""
+        reason = "socket_closed" if self.level >= 2 else "dropped_at_close"
+        leftovers = list(self.tracker) + list(self.orphans)
+        for anchor in self.anchors.values():
+            leftovers.extend(anchor.held)
+            anchor.held.clear()
+        for key in self.tracker.peer_keys():
+            self.tracker.take(key)
+        self.orphans.clear()
+        leftovers.extend(e for e in self.entries.values() if not e.receipt.done)
+        seen: set[int] = set()
+        for entry in leftovers:
+            if id(entry) in seen or entry.receipt.done:
+                continue
+            seen.add(id(entry))
+            self.entries.pop(id(entry.parts), None)
+            self.dead_letter(
+                entry, reason, describe(entry.key if isinstance(entry.key, bytes) else None)
+            )
+
     def _settled(self, entry: Entry) -> None:
         self.entries.pop(id(entry.parts), None)
+        drained = self._drained
+        if drained is not None and not self.in_flight:
+            self._drained = None
+            drained.set()
         if self._gated and self.in_flight < self.send_hwm:
             self._gated = False
             self.wake_senders()

@@ -165,7 +165,11 @@ class Socket:
             self._tg.cancel_scope.cancel()
             await self._cm.__aexit__(None, None, None)
             self._tg = None
-        await self.raw.__aexit__(exc_type, exc, tb)
+        try:
+            await self.raw.__aexit__(exc_type, exc, tb)
+        finally:
+            if self.runtime is not None:
+                self.runtime.close_out()
 
     async def bind(self, endpoint: str) -> str:
         return await self.raw.bind(endpoint)
