@@ -11,6 +11,7 @@ import pytest
 import zmtp
 import zmtp_qos
 from zmtp_qos import Delivered
+from zmtp_qos.events import QoSRetried
 from zmtp_qos.socket import Handle, VerdictError
 
 pytestmark = pytest.mark.anyio
@@ -87,10 +88,15 @@ async def test_level3_retryable_nack_then_success() -> None:
         ):
             ep = await pull.bind("tcp://127.0.0.1:*")
             await push.connect(ep)
+            events = push.monitor()
             receipt = await push.send(b"job")
             for _ in range(2):
                 handle = await pull.recv_handle()
                 handle.reject(0x84, "busy")
+            for retry in (1, 2):
+                event = await events.wait_for(QoSRetried)
+                assert isinstance(event, QoSRetried)
+                assert (event.code, event.retry) == (0x84, retry)
             handle = await pull.recv_handle()
             assert handle.parts == [b"job"]
             handle.complete()

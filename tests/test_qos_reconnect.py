@@ -13,6 +13,7 @@ import zmtp_qos
 from tests.test_qos_captures import GREETING, _capture, _frames, _port, _read_until
 from zmtp.protocol.properties import encode_properties
 from zmtp_qos import Delivered, commands
+from zmtp_qos.events import QoSDeadLettered, QoSFailedOver, QoSReplayed
 
 pytestmark = pytest.mark.anyio
 
@@ -59,12 +60,14 @@ async def test_level2_replays_pending_before_new_messages_on_reconnect() -> None
     """Reference shortcoming 8: replay could be overtaken by new messages."""
     with anyio.fail_after(20):
         async with zmtp_qos.Socket(zmtp.PUSH, qos=2) as push:
+            events = push.monitor()
             ep = await push.bind("tcp://127.0.0.1:*")
             raw = await _raw_peer(_port(ep), b"PULL", b"receiver-A", 2)
             receipts = [await push.send(b"m%d" % i) for i in range(5)]
             buf = bytearray()
             await _read_until(raw, buf, 1 + 5)  # written, never ACKed
             await raw.aclose()
+            await events.wait_for(zmtp.Disconnected)  # "new" cannot be queued for A
             assert push.runtime is not None
             async with anyio.create_task_group() as tg:
                 new_receipts = []
@@ -77,6 +80,9 @@ async def test_level2_replays_pending_before_new_messages_on_reconnect() -> None
                     await pull.connect(ep)
                     got = [await pull.recv() for _ in range(6)]
                     assert got == [b"m0", b"m1", b"m2", b"m3", b"m4", b"new"]
+                    replayed = await events.wait_for(QoSReplayed)
+                    assert isinstance(replayed, QoSReplayed)
+                    assert (replayed.peer, replayed.count) == ("receiver-A", 5)
                     for r in receipts + new_receipts:
                         assert isinstance(await r, Delivered)  # type: ignore[misc]
 
@@ -115,6 +121,8 @@ async def test_level1_fails_over_un_acked_messages_to_the_survivor() -> None:
             await survivor.connect(ep)
             await events.wait_for(zmtp.HandshakeSucceeded)
             await raw.aclose()
+            failed_over = await events.wait_for(QoSFailedOver)
+            assert isinstance(failed_over, QoSFailedOver) and failed_over.count == 4
             got = sorted([await survivor.recv() for _ in range(4)])
             assert got == [b"m0", b"m1", b"m2", b"m3"]
             for r in receipts:
@@ -137,6 +145,9 @@ async def test_level2_dead_letters_after_the_timeout_and_streams_them() -> None:
             letter = await letters.__anext__()
             assert letter.reason == "peer_timeout" and letter.parts == [b"doomed"]
             assert letter.peer == "receiver-A"
+            event = await events.wait_for(QoSDeadLettered)
+            assert isinstance(event, QoSDeadLettered)
+            assert (event.peer, event.reason) == ("receiver-A", "peer_timeout")
             assert await receipt == letter  # type: ignore[misc]
             assert push.runtime is not None and push.runtime.in_flight == 0
 

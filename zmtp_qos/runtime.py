@@ -25,7 +25,7 @@ import anyio
 from zmtp import SocketExtension
 from zmtp.engine.pipe import Pipe, PipeClosed
 from zmtp.engine.queue import Message
-from zmtp.monitor import PeerInfo
+from zmtp.monitor import MonitorEvent, PeerInfo
 
 from . import commands, handshake
 from .anchor import describe, peer_anchor
@@ -33,6 +33,7 @@ from .codes import is_retryable
 from .config import QoSConfig, backoff_delay
 from .dedup import DedupStore
 from .digest import DIGESTERS
+from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
 
@@ -109,6 +110,8 @@ class QoSRuntime(SocketExtension):
         self._drained: anyio.Event | None = None
         #: Called when a close starts waiting for pending acknowledgements (diagnostics, tests).
         self.on_linger: Callable[[], None] | None = None
+        #: Where QoS monitor events go (the socket's ``emit_event``); None: nowhere.
+        self.emit: Callable[[MonitorEvent], None] | None = None
         self.live: list[Pipe] = []  #: connected pipes, in connection order
 
     # ------------------------------------------------------------------ counters
@@ -157,6 +160,7 @@ class QoSRuntime(SocketExtension):
         anchor.held.clear()
         if replay:
             pipe.send_first([e.parts for e in replay])
+            self._event(QoSReplayed(pipe.endpoint, describe(state.anchor), len(replay)))
 
     def pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
         state: PeerState | None = pipe.extension_state
@@ -167,7 +171,7 @@ class QoSRuntime(SocketExtension):
         unsent = [self._entry_for(m) for m in pipe.outbox.clear()]
         if self.level == 1:
             moved = self.tracker.take(pipe) + unsent
-            self._fail_over(moved)
+            self._fail_over(pipe, moved)
         else:
             assert state.anchor is not None
             anchor = self.anchors.setdefault(state.anchor, AnchorState())
@@ -176,10 +180,11 @@ class QoSRuntime(SocketExtension):
                 anchor.disconnected_at = self.clock()
             anchor.held.extend(unsent)  # written ones stay in the tracker under the anchor
 
-    def _fail_over(self, moved: list[Entry]) -> None:
+    def _fail_over(self, lost: Pipe, moved: list[Entry]) -> None:
         """Level 1: to the front of the next connected peers' queues, in order."""
         if not moved:
             return
+        self._event(QoSFailedOver(lost.endpoint, len(moved)))
         targets = [p for p in self._sending_pipes() if p.connected]
         if not targets:
             self.orphans.extend(moved)
@@ -270,6 +275,11 @@ class QoSRuntime(SocketExtension):
                 )
                 entry.retries += 1
                 self.retrying += 1
+                self._event(
+                    QoSRetried(
+                        pipe.endpoint, describe(state.anchor), nack.code, entry.retries, delay
+                    )
+                )
                 self.schedule(delay, lambda: self._retry(entry))
 
     def _retry(self, entry: Entry) -> None:
@@ -304,12 +314,24 @@ class QoSRuntime(SocketExtension):
         return count
 
     async def linger(self) -> None:
-        """``close()`` waits here, within the socket's linger, for pending ACK/COMP (§5.3)."""
+        """``close()`` waits here, within the socket's linger, for pending ACK/COMP (§5.3).
+
+        At the linger deadline (this wait cancelled) what is left is dead-lettered here, so
+        its monitor events still go out before the socket's ``MonitorStopped``.
+        """
         if self.on_linger is not None:
             self.on_linger()
-        while self.in_flight:
-            self._drained = anyio.Event()
-            await self._drained.wait()
+        try:
+            while self.in_flight:
+                self._drained = anyio.Event()
+                await self._drained.wait()
+        finally:
+            if self.in_flight:
+                self.close_out()
+
+    def _event(self, event: MonitorEvent) -> None:
+        if self.emit is not None:
+            self.emit(event)
 
     def close_out(self) -> None:
         """After close: what is still pending is dead-lettered ``socket_closed`` (levels
@@ -348,6 +370,7 @@ class QoSRuntime(SocketExtension):
     ) -> None:
         letter = DeadLetter(list(entry.parts), reason, peer, error)
         self.dead_lettered += 1
+        self._event(QoSDeadLettered("", peer, reason))
         if entry.receipt.resolve(letter):
             self.on_dead_letter(letter, entry.receipt)
 

@@ -131,6 +131,7 @@ class Socket:
                 deliver_handle=self._deliver_handle,
                 schedule=self._schedule,
             )
+            self.runtime.emit = self.raw.emit_event
             self.raw.install_extension(self.runtime)
 
     # ------------------------------------------------------------------ lifecycle
