@@ -28,7 +28,7 @@ class NackError:
 class Delivered:
     """The peer acknowledged the message (ACK at levels 1-2, COMP at level 3)."""
 
-    peer: str  #: the peer's anchor (or endpoint at level 1), printable
+    peer: str  #: the peer's anchor, or (no anchor) its transport address, printable
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,7 @@ class QoSRuntime(SocketExtension):
             if self.level >= 2:
                 self._send_command(pipe, commands.CLR, data[: 1 + 8])
             self._settled(entry)
-            entry.receipt.resolve(Delivered(describe(state.anchor) or pipe.endpoint))
+            entry.receipt.resolve(Delivered(self._peer_name(pipe, state)))
             self.delivered += 1
         elif name == commands.NACK and self.level == 3:
             nack = commands.parse_nack(data)
@@ -328,6 +328,13 @@ class QoSRuntime(SocketExtension):
         finally:
             if self.in_flight:
                 self.close_out()
+
+    @staticmethod
+    def _peer_name(pipe: Pipe, state: PeerState) -> str:
+        """The anchor if there is one, else the peer's transport address."""
+        if state.anchor is not None:
+            return describe(state.anchor)
+        return pipe.peer.address if pipe.peer is not None else pipe.endpoint
 
     def _event(self, event: MonitorEvent) -> None:
         if self.emit is not None:
