@@ -10,6 +10,7 @@ import pytest
 
 import zmtp
 import zmtp_qos
+from zmtp.crypto.keys import decode_key
 from zmtp_qos import Delivered
 from zmtp_qos.events import QoSRetried
 from zmtp_qos.socket import Handle, VerdictError
@@ -238,3 +239,47 @@ async def test_linger_zero_dead_letters_pending_at_once() -> None:
                 await pull.recv_handle()  # no verdict
             letter = await receipt  # type: ignore[misc]
             assert isinstance(letter, zmtp_qos.DeadLetter) and letter.reason == "socket_closed"
+
+
+@pytest.mark.parametrize("level", [1, 2])
+async def test_identical_messages_in_flight_are_settled_fifo(level: int) -> None:
+    """Reference shortcoming 7: identical messages overwrote each other and leaked a slot."""
+    with anyio.fail_after(20):
+        async with (
+            zmtp_qos.Socket(zmtp.PULL, qos=level) as pull,
+            zmtp_qos.Socket(zmtp.PUSH, qos=level) as push,
+        ):
+            await push.connect(await pull.bind("tcp://127.0.0.1:*"))
+            receipts = [await push.send(b"same") for _ in range(3)]
+            assert await pull.recv() == b"same"
+            for r in receipts:
+                assert isinstance(await r, Delivered)  # type: ignore[misc]
+            assert push.runtime is not None and push.runtime.in_flight == 0
+
+
+@pytest.mark.parametrize("level", [2, 3])
+async def test_curve_public_keys_are_the_anchors(level: int) -> None:
+    server_public, server_secret = zmtp.curve_keypair()
+    client_public, client_secret = zmtp.curve_keypair()
+    with anyio.fail_after(20):
+        async with (
+            zmtp_qos.Socket(
+                zmtp.PULL, qos=level, curve_server=True, curve_secretkey=server_secret
+            ) as pull,
+            zmtp_qos.Socket(
+                zmtp.PUSH,
+                qos=level,
+                curve_secretkey=client_secret,
+                curve_publickey=client_public,
+                curve_serverkey=server_public,
+            ) as push,
+        ):
+            await push.connect(await pull.bind("tcp://127.0.0.1:*"))
+            receipt = await push.send(b"secret")
+            if level == 3:
+                (await pull.recv_handle()).complete()
+            else:
+                assert await pull.recv() == b"secret"
+            outcome = await receipt  # type: ignore[misc]
+            assert isinstance(outcome, Delivered)
+            assert outcome.peer == "curve:" + decode_key(server_public).hex()
