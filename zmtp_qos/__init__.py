@@ -1,5 +1,37 @@
-"""Per-hop delivery guarantees (QoS 1-3) for zmtp sockets.
+"""Per-hop delivery guarantees (QoS 1-3) for zmtp sockets, wire-compatible with omq-qos.
 
-Implemented in a later issue on top of the extension points documented in ``docs/extensions.md``.
-This package deliberately holds only its marker for now.
+See docs/qos.md. The sans-IO core lives in small modules (digest, commands, handshake, anchor,
+config, dedup, pending, codes, results); the runtime plugs into zmtp through its extension
+points (docs/extensions.md); zmtp itself never imports this package.
 """
+
+from __future__ import annotations
+
+from .codes import (
+    BadInput,
+    InternalError,
+    Overloaded,
+    ProcessingError,
+    ProcessingTimeout,
+    Rejected,
+)
+from .config import QoSConfig
+from .results import DeadLetter, Delivered, NackError, Receipt
+from .socket import Handle, Socket, VerdictError
+
+__all__ = [
+    "BadInput",
+    "DeadLetter",
+    "Delivered",
+    "Handle",
+    "InternalError",
+    "NackError",
+    "Overloaded",
+    "ProcessingError",
+    "ProcessingTimeout",
+    "QoSConfig",
+    "Receipt",
+    "Rejected",
+    "Socket",
+    "VerdictError",
+]

@@ -78,6 +78,17 @@ class Pipe:
     def properties(self) -> Properties | None:
         return self.peer.properties if self.peer else None
 
+    def send_first(self, messages: list[Message]) -> None:
+        """Queue ``messages`` ahead of anything not yet written (extension point: QoS replay
+        and fail-over), ignoring the HWM. tcp/ipc: the front of the outbox; inproc: handed
+        over now, in order (the peer's inbox is the queue there), which is equally first.
+        """
+        if self.send == self.outbox.put:
+            self.outbox.put_front(messages)
+        else:
+            for message in messages:
+                self.send(message)
+
     def send_command(self, name: bytes, data: bytes = b"") -> None:
         """Send a command to this peer on its current connection (extension point 5).
 

@@ -91,7 +91,10 @@ class Connection:
             props["Identity"] = identity
         if extra_properties:
             for name, value in extra_properties.items():
-                if name.lower() in ("socket-type", "identity"):
+                lowered = name.lower()
+                # An extension may supply the Identity of a type that sends none (QoS anchors
+                # for PUSH/PULL), never override Socket-Type or a type's own Identity.
+                if lowered == "socket-type" or (lowered == "identity" and "Identity" in props):
                     raise ValueError(f"extension may not override the {name} property")
                 props[name] = value
         metadata = encode_properties(props)

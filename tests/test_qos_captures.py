@@ -1,0 +1,140 @@
+"""Byte compatibility with the Ruby omq-qos stack, from its raw captures (omq-qos-captures).
+
+Receiver: each capture's client (PUSH) bytes are played into a zmtp PULL at that level over a
+raw TCP socket, and every ACK/COMP/NACK we answer must equal the captured one. Sender (the
+mirror): a zmtp PUSH sends the captured messages to a raw TCP server that answers with the
+captured receiver bytes, and every data frame and CLR it writes must equal the captured ones.
+The greeting and READY are skipped (our READY carries other identities and property order).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import anyio
+import pytest
+from anyio.abc import SocketStream
+
+import zmtp
+import zmtp_qos
+from tests._vectors import VECTORS_DIR
+from zmtp_qos import Delivered
+
+pytestmark = pytest.mark.anyio
+
+CAPTURES = VECTORS_DIR / "omq-qos-captures"
+GREETING = 64
+MESSAGES = [[b"cap-1"], [b"cap-2a", b"cap-2b"], [b"L" * 300]]
+
+
+def _frames(data: bytes) -> list[bytes]:
+    """Every complete frame (raw bytes) after the greeting."""
+    frames, pos = [], GREETING
+    while pos + 2 <= len(data):
+        flags = data[pos]
+        if flags & 0x02:
+            if pos + 9 > len(data):
+                break
+            (size,) = struct.unpack_from(">Q", data, pos + 1)
+            head = 9
+        else:
+            size, head = data[pos + 1], 2
+        if pos + head + size > len(data):
+            break
+        frames.append(data[pos : pos + head + size])
+        pos += head + size
+    return frames
+
+
+def _after_ready(data: bytes) -> list[bytes]:
+    frames = _frames(data)
+    assert frames and frames[0][2:8] == b"\x05READY"
+    return frames[1:]
+
+
+def _capture(name: str, direction: str) -> bytes:
+    return (CAPTURES / f"{name}.conn1.{direction}.bin").read_bytes()
+
+
+async def _read_until(stream: SocketStream, buf: bytearray, frames_wanted: int) -> None:
+    while len(_frames(bytes(buf))) < frames_wanted:
+        buf += await stream.receive()
+
+
+def _port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+async def _verdicts(pull: zmtp_qos.Socket, name: str, count: int) -> None:
+    for n in range(1, count + 1):
+        handle = await pull.recv_handle()
+        if handle.parts == [b"cap-2a", b"cap-2b"] and (
+            (name == "qos3-terminal-nack" and n == 2)
+            or (name == "qos3-retryable-nack" and n in (2, 4))
+        ):
+            handle.reject(0x05 if name == "qos3-terminal-nack" else 0x84, f"peer nack #{n}")
+        else:
+            handle.complete()
+
+
+@pytest.mark.parametrize(
+    ("name", "level", "deliveries"),
+    [("qos1", 1, 3), ("qos2", 2, 3), ("qos3-terminal-nack", 3, 3), ("qos3-retryable-nack", 3, 5)],
+)
+async def test_receiver_answers_as_the_reference(name: str, level: int, deliveries: int) -> None:
+    client = _capture(name, "c2s")
+    expected = _after_ready(_capture(name, "s2c"))
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=level) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            stream = await anyio.connect_tcp("127.0.0.1", _port(ep))
+            async with stream, anyio.create_task_group() as tg:
+                await stream.send(client)
+                if level == 3:
+                    tg.start_soon(_verdicts, pull, name, deliveries)
+                else:
+                    for parts in MESSAGES:
+                        assert await pull.recv_multipart() == parts
+                buf = bytearray()
+                await _read_until(stream, buf, 1 + len(expected))
+                assert _after_ready(bytes(buf)) == expected
+
+
+@pytest.mark.parametrize("name", ["qos1", "qos2", "qos3-terminal-nack"])
+async def test_sender_writes_as_the_reference(name: str) -> None:
+    level = int(name[3])
+    server = _capture(name, "s2c")
+    server_frames = _frames(server)
+    ready_end = GREETING + len(server_frames[0])
+    expected = _after_ready(_capture(name, "c2s"))
+    data_frames = 4  # cap-1, cap-2a, cap-2b, L*300
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)  # type: ignore[attr-defined]
+    got = bytearray()
+    all_written = anyio.Event()
+
+    async def serve(stream: SocketStream) -> None:
+        async with stream:
+            await stream.send(server[:ready_end])  # greeting and READY
+            await _read_until(stream, got, 1 + data_frames)  # our READY and the data
+            await stream.send(server[ready_end:])  # the captured ACK/COMP/NACK
+            await _read_until(stream, got, 1 + len(expected))
+            all_written.set()
+            await anyio.sleep_forever()
+
+    with anyio.fail_after(20):
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, serve)
+            async with zmtp_qos.Socket(zmtp.PUSH, qos=level, linger=0) as push:
+                await push.connect(f"tcp://127.0.0.1:{port}")
+                receipts = [await push.send_multipart(parts) for parts in MESSAGES]
+                outcomes = [await r for r in receipts]  # type: ignore[misc]
+                await all_written.wait()
+                assert _after_ready(bytes(got)) == expected
+                if name == "qos3-terminal-nack":
+                    assert isinstance(outcomes[1], zmtp_qos.DeadLetter)
+                    assert outcomes[1].error == zmtp_qos.NackError(0x05, "peer nack #2")
+                    assert [type(o) for o in (outcomes[0], outcomes[2])] == [Delivered] * 2
+                else:
+                    assert all(isinstance(o, Delivered) for o in outcomes)
+            tg.cancel_scope.cancel()

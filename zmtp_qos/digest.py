@@ -1,0 +1,81 @@
+"""Message digests (spec §3): XXH64 (``x``) and truncated SHA-1 (``s``), byte-exact.
+
+The input is the plaintext ZMTP data-frame encoding of every part as this socket writes it
+(MORE on all parts but the last, LONG above 255 bytes, never the COMMAND bit). The ``x``
+digest is the unsigned 64-bit XXH64 (seed 0) packed **little-endian**; ``xxhash.xxh64().digest()``
+is the big-endian form and would not interoperate with the reference implementation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable, Sequence
+
+import xxhash
+
+#: Our algorithm preference, as sent in ``X-QoS-Hash`` (and the reference's default).
+PREFERENCE = "xs"
+XXH64 = "x"
+SHA1 = "s"
+DIGEST_SIZE = 8
+
+_u64_le = struct.Struct("<Q").pack
+_u64_be = struct.Struct(">Q").pack
+_xxh64 = xxhash.xxh64_intdigest
+
+
+def wire_encoding(parts: Sequence[bytes]) -> bytes:
+    """The ZMTP data-frame encoding of ``parts`` (what the digest covers)."""
+    out = bytearray()
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        more = 0x01 if i < last else 0x00
+        size = len(part)
+        if size > 255:
+            out.append(more | 0x02)
+            out += _u64_be(size)
+        else:
+            out.append(more)
+            out.append(size)
+        out += part
+    return bytes(out)
+
+
+def digest_x(parts: Sequence[bytes]) -> bytes:
+    """XXH64 (seed 0) of the wire encoding, 8 bytes little-endian."""
+    if len(parts) == 1:  # the common case without building a bytearray
+        part = parts[0]
+        size = len(part)
+        head = bytes((0x02,)) + _u64_be(size) if size > 255 else bytes((0, size))
+        return _u64_le(_xxh64(head + part))
+    return _u64_le(_xxh64(wire_encoding(parts)))
+
+
+def digest_s(parts: Sequence[bytes]) -> bytes:
+    """The first 8 bytes of SHA-1 of the wire encoding."""
+    return hashlib.sha1(wire_encoding(parts), usedforsecurity=False).digest()[:DIGEST_SIZE]
+
+
+DIGESTERS: dict[str, Callable[[Sequence[bytes]], bytes]] = {XXH64: digest_x, SHA1: digest_s}
+
+
+def digest(algorithm: str, parts: Sequence[bytes]) -> bytes:
+    """The ``algorithm`` ("x" or "s") digest of ``parts``; ValueError for anything else."""
+    try:
+        return DIGESTERS[algorithm](parts)
+    except KeyError:
+        raise ValueError(f"unknown QoS digest algorithm {algorithm!r}") from None
+
+
+def choose_algorithm(peer_hash: str) -> str:
+    """The algorithm for a connection (spec §2.2 step 4): ``x`` if the peer sent no
+    ``X-QoS-Hash``, else the first letter of our preference that the peer offers.
+
+    The caller checked the overlap first (:func:`zmtp_qos.handshake.validate_peer`); with no
+    overlap this falls back to ``x`` rather than ever sending an algorithm we do not know.
+    """
+    for letter in PREFERENCE:
+        if letter in peer_hash:
+            return letter
+    return XXH64

@@ -1,0 +1,86 @@
+"""What a send at level >= 1 resolves to (spec §5.4): delivered, or a dead letter."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+PEER_TIMEOUT = "peer_timeout"
+TERMINAL_NACK = "terminal_nack"
+RETRY_EXHAUSTED = "retry_exhausted"
+SOCKET_CLOSED = "socket_closed"
+#: Level 1 only: still un-ACKed when the socket closed (level 1 has no dead letters).
+DROPPED_AT_CLOSE = "dropped_at_close"
+
+
+@dataclass(frozen=True)
+class NackError:
+    """The receiver's verdict carried by a dead letter: NACK code and text."""
+
+    code: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The peer acknowledged the message (ACK at levels 1-2, COMP at level 3)."""
+
+    peer: str  #: the peer's anchor, or (no anchor) its transport address, printable
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message the QoS layer gave up on, and why."""
+
+    parts: list[bytes]
+    reason: (
+        str  #: peer_timeout, terminal_nack, retry_exhausted, socket_closed (or dropped_at_close)
+    )
+    peer: str  #: printable anchor of the peer it was pinned to ("" if none)
+    error: NackError | None = None
+
+
+Outcome = Delivered | DeadLetter
+
+
+class Receipt:
+    """The fate of one sent message; ``await receipt`` gives its :data:`Outcome`."""
+
+    __slots__ = ("_event", "_outcome", "observed")
+
+    def __init__(self) -> None:
+        self._outcome: Outcome | None = None
+        self._event: anyio.Event | None = None
+        self.observed = False  #: someone awaited it (dead letters then are not logged)
+
+    @property
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The outcome, or None while still pending."""
+        return self._outcome
+
+    def resolve(self, outcome: Outcome) -> bool:
+        """Settle the receipt (first call wins); whether this call settled it."""
+        if self._outcome is not None:
+            return False
+        self._outcome = outcome
+        if self._event is not None:
+            self._event.set()
+        return True
+
+    async def wait(self) -> Outcome:
+        self.observed = True
+        while self._outcome is None:
+            if self._event is None:
+                self._event = anyio.Event()
+            await self._event.wait()
+        return self._outcome
+
+    def __await__(self) -> Generator[Any, None, Outcome]:
+        return self.wait().__await__()

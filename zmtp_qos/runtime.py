@@ -1,0 +1,431 @@
+"""The QoS runtime: a :class:`zmtp.SocketExtension` for PUSH/PULL and SCATTER/GATHER (spec §5.1).
+
+Sender: every message is tracked *before* it is written (``before_send``), per connection at
+level 1 and per anchor at levels 2-3, FIFO per digest. ACK (or COMP) settles the oldest entry
+with that digest; at levels 2-3 a CLR follows on the same connection. A lost connection sends
+its un-ACKed messages (and what was still queued for it) to the front of another peer's queue
+at level 1, and keeps them pinned to the anchor at levels 2-3, replayed first when that anchor
+reconnects. Un-settled messages count against ``send_hwm`` through ``can_send``.
+
+Receiver: level 1 ACKs a message once it is queued; levels 2-3 keep a dedup set per anchor;
+level 3 hands each message to the application wrapped in a handle whose verdict becomes COMP
+or NACK (see :mod:`zmtp_qos.socket`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import anyio
+
+from zmtp import SocketExtension
+from zmtp.engine.pipe import Pipe, PipeClosed
+from zmtp.engine.queue import Message
+from zmtp.monitor import MonitorEvent, PeerInfo
+
+from . import commands, handshake
+from .anchor import describe, peer_anchor
+from .codes import is_retryable
+from .config import QoSConfig, backoff_delay
+from .dedup import DedupStore
+from .digest import DIGESTERS
+from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
+from .pending import PendingTracker
+from .results import DeadLetter, Delivered, NackError, Receipt
+
+RECEIVING_TYPES = frozenset({"PULL", "GATHER"})
+SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
+
+
+@dataclass(eq=False)
+class Entry:
+    """One message the sender is responsible for until it is settled."""
+
+    parts: Message
+    receipt: Receipt
+    digest: bytes = b""
+    algorithm: str = ""
+    key: object = None  #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
+    retries: int = 0
+
+
+@dataclass
+class PeerState:
+    """Per-connection QoS state (``pipe.extension_state``)."""
+
+    anchor: bytes | None
+    algorithm: str
+    digester: Callable[[Message], bytes]
+
+
+@dataclass
+class AnchorState:
+    """A level-2/3 peer across its connections."""
+
+    pipe: Pipe | None = None
+    disconnected_at: float | None = None
+    held: deque[Entry] = field(default_factory=deque)  #: waiting for the anchor to come back
+
+
+class QoSRuntime(SocketExtension):
+    """The protocol engine behind :class:`zmtp_qos.Socket`."""
+
+    def __init__(
+        self,
+        level: int,
+        config: QoSConfig,
+        socket_type: str,
+        send_hwm: int,
+        recv_hwm: int,
+        identity: bytes,
+        on_dead_letter: Callable[[DeadLetter, Receipt], None],
+        wake_senders: Callable[[], None],
+        deliver_handle: Callable[[Pipe, Message, bytes], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        schedule: Callable[[float, Callable[[], None]], None] | None = None,
+    ) -> None:
+        self.schedule = schedule
+        self.retrying = 0
+        self.level = level
+        self.config = config
+        self.socket_type = socket_type
+        self.send_hwm = send_hwm if send_hwm > 0 else 1 << 62
+        self.identity = identity
+        self.clock = clock
+        self.on_dead_letter = on_dead_letter
+        self.wake_senders = wake_senders
+        self.deliver_handle = deliver_handle
+        self.tracker: PendingTracker[Entry] = PendingTracker()
+        self.entries: dict[int, Entry] = {}  #: id(message list) -> entry, until settled
+        self.anchors: dict[bytes, AnchorState] = {}
+        self.orphans: deque[Entry] = deque()  #: level 1: waiting for any peer
+        self.dedup = DedupStore(max(recv_hwm, 1) if recv_hwm > 0 else 1 << 30, config.dedup_ttl)
+        self.delivered = 0
+        self.dead_lettered = 0
+        self._gated = False
+        self._drained: anyio.Event | None = None
+        #: Called when a close starts waiting for pending acknowledgements (diagnostics, tests).
+        self.on_linger: Callable[[], None] | None = None
+        #: Where QoS monitor events go (the socket's ``engine.emit``); None: nowhere.
+        self.emit: Callable[[MonitorEvent], None] | None = None
+        self.live: list[Pipe] = []  #: connected pipes, in connection order
+
+    # ------------------------------------------------------------------ counters
+
+    @property
+    def in_flight(self) -> int:
+        """Messages written (or pinned) and not yet settled."""
+        held = sum(len(a.held) for a in self.anchors.values())
+        return len(self.tracker) + held + len(self.orphans) + self.retrying
+
+    # ------------------------------------------------------------------ handshake
+
+    def handshake_properties(self) -> Mapping[str, bytes]:
+        props = handshake.local_properties(self.level)
+        if self.level >= 2 and self.identity:
+            props["Identity"] = self.identity  # our anchor (the reference needs one each way)
+        return props
+
+    def validate_peer(self, pipe: Pipe, peer: PeerInfo) -> str | None:
+        anchor = peer_anchor(peer)
+        result = handshake.validate_peer(self.level, peer.properties, anchor)
+        if isinstance(result, str):
+            return result
+        pipe.extension_state = PeerState(anchor, result.algorithm, DIGESTERS[result.algorithm])
+        return None
+
+    # ------------------------------------------------------------------ connections
+
+    def pipe_connected(self, pipe: Pipe) -> None:
+        state: PeerState = pipe.extension_state
+        self.live.append(pipe)
+        if self.socket_type not in SENDING_TYPES:
+            return
+        if self.level == 1:
+            if self.orphans:
+                replay = list(self.orphans)
+                self.orphans.clear()
+                pipe.send_first([e.parts for e in replay])
+            return
+        assert state.anchor is not None
+        anchor = self.anchors.setdefault(state.anchor, AnchorState())
+        anchor.pipe = pipe
+        anchor.disconnected_at = None
+        # Replay first: written-but-unsettled (in write order), then what was held back.
+        replay = self.tracker.take(state.anchor) + list(anchor.held)
+        anchor.held.clear()
+        if replay:
+            pipe.send_first([e.parts for e in replay])
+            self._event(QoSReplayed(pipe.endpoint, describe(state.anchor), len(replay)))
+
+    def pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
+        state: PeerState | None = pipe.extension_state
+        if pipe in self.live:
+            self.live.remove(pipe)
+        if state is None or self.socket_type not in SENDING_TYPES:
+            return
+        unsent = [self._entry_for(m) for m in pipe.outbox.clear()]
+        if self.level == 1:
+            moved = self.tracker.take(pipe) + unsent
+            self._fail_over(pipe, moved)
+        else:
+            assert state.anchor is not None
+            anchor = self.anchors.setdefault(state.anchor, AnchorState())
+            if anchor.pipe is pipe:
+                anchor.pipe = None
+                anchor.disconnected_at = self.clock()
+            anchor.held.extend(unsent)  # written ones stay in the tracker under the anchor
+
+    def _fail_over(self, lost: Pipe, moved: list[Entry]) -> None:
+        """Level 1: to the front of the next connected peers' queues, in order."""
+        if not moved:
+            return
+        self._event(QoSFailedOver(lost.endpoint, len(moved)))
+        targets = [p for p in self._sending_pipes() if p.connected]
+        if not targets:
+            self.orphans.extend(moved)
+            return
+        per_pipe: dict[Pipe, list[Message]] = {}
+        for i, entry in enumerate(moved):
+            per_pipe.setdefault(targets[i % len(targets)], []).append(entry.parts)
+        for target, messages in per_pipe.items():
+            target.send_first(messages)
+
+    def _sending_pipes(self) -> list[Pipe]:
+        return list(self.live)
+
+    def _entry_for(self, message: Message) -> Entry:
+        entry = self.entries.get(id(message))
+        if entry is None or entry.parts is not message:
+            entry = Entry(message, Receipt())
+            self.entries[id(message)] = entry
+        return entry
+
+    # ------------------------------------------------------------------ sending
+
+    def register(self, message: Message) -> Receipt:
+        """The wrapper's send: remember ``message`` (the list object) and return its receipt."""
+        entry = Entry(message, Receipt())
+        self.entries[id(message)] = entry
+        return entry.receipt
+
+    def can_send(self, pipe: Pipe) -> bool:
+        if self.in_flight >= self.send_hwm:
+            self._gated = True
+            return False
+        return True
+
+    def before_send(self, pipe: Pipe, message: Message) -> None:
+        state: PeerState | None = pipe.extension_state
+        if state is None:
+            return
+        entry = self._entry_for(message)
+        if not entry.digest or entry.algorithm != state.algorithm:
+            entry.digest = state.digester(message)
+            entry.algorithm = state.algorithm
+        key: object = pipe if self.level == 1 else state.anchor
+        entry.key = key
+        self.tracker.track(key, entry)  # before the write: an immediate ACK finds it
+
+    def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
+        state: PeerState | None = pipe.extension_state
+        if state is None:
+            return
+        if name == commands.CLR:
+            ref = commands.parse_digest(data)
+            if ref is not None and state.anchor is not None:
+                self.dedup.remove(state.anchor, ref.digest)
+            return
+        if name in (commands.ACK, commands.COMP):
+            if (name == commands.ACK) != (self.level < 3):
+                return  # not the settling command of this level: ignored
+            ref = commands.parse_digest(data)
+            if ref is None:
+                return
+            key = None if self.level == 1 else state.anchor
+            entry = self.tracker.settle(ref.digest, key)
+            if entry is None:
+                return  # unknown digest: ignored
+            if self.level >= 2:
+                self._send_command(pipe, commands.CLR, data[: 1 + 8])
+            self._settled(entry)
+            entry.receipt.resolve(Delivered(self._peer_name(pipe, state)))
+            self.delivered += 1
+        elif name == commands.NACK and self.level == 3:
+            nack = commands.parse_nack(data)
+            if nack is None:
+                return
+            entry = self.tracker.settle(nack.ref.digest, state.anchor)
+            if entry is None:
+                return
+            error = NackError(nack.code, nack.text)
+            if not is_retryable(nack.code):
+                self._settled(entry)
+                self.dead_letter(entry, "terminal_nack", describe(state.anchor), error)
+            elif entry.retries >= self.config.max_retries or self.schedule is None:
+                self._settled(entry)
+                self.dead_letter(entry, "retry_exhausted", describe(state.anchor), error)
+            else:
+                delay = backoff_delay(
+                    entry.retries, self.config.backoff_base, self.config.backoff_max
+                )
+                entry.retries += 1
+                self.retrying += 1
+                self._event(
+                    QoSRetried(
+                        pipe.endpoint, describe(state.anchor), nack.code, entry.retries, delay
+                    )
+                )
+                self.schedule(delay, lambda: self._retry(entry))
+
+    def _retry(self, entry: Entry) -> None:
+        """Re-send the same bytes to the same anchor, or hold them until it reconnects."""
+        self.retrying -= 1
+        if entry.receipt.done:
+            return
+        assert isinstance(entry.key, bytes)
+        anchor = self.anchors.setdefault(entry.key, AnchorState())
+        if anchor.pipe is not None and anchor.pipe.connected:
+            anchor.pipe.send_first([entry.parts])
+        else:
+            anchor.held.append(entry)
+
+    def sweep(self) -> int:
+        """Dead-letter the messages of peers disconnected for ``dead_letter_timeout``
+        (``peer_timeout``); the socket calls this every ``dead_letter_timeout / 4``."""
+        now = self.clock()
+        horizon = self.config.dead_letter_timeout
+        count = 0
+        for key, anchor in list(self.anchors.items()):
+            if anchor.disconnected_at is None or now - anchor.disconnected_at < horizon:
+                continue
+            expired = self.tracker.take(key) + list(anchor.held)
+            anchor.held.clear()
+            for entry in expired:
+                self._settled(entry)
+                self.dead_letter(entry, "peer_timeout", describe(key))
+            count += len(expired)
+        if self.level >= 2:
+            self.dedup.sweep(now)
+        return count
+
+    async def linger(self) -> None:
+        """``close()`` waits here, within the socket's linger, for pending ACK/COMP (§5.3).
+
+        At the linger deadline (this wait cancelled) what is left is dead-lettered here, so
+        its monitor events still go out before the socket's ``MonitorStopped``.
+        """
+        if self.on_linger is not None:
+            self.on_linger()
+        try:
+            while self.in_flight:
+                self._drained = anyio.Event()
+                await self._drained.wait()
+        finally:
+            if self.in_flight:
+                self.close_out()
+
+    @staticmethod
+    def _peer_name(pipe: Pipe, state: PeerState) -> str:
+        """The anchor if there is one, else the peer's transport address."""
+        if state.anchor is not None:
+            return describe(state.anchor)
+        return pipe.peer.address if pipe.peer is not None else pipe.endpoint
+
+    def _event(self, event: MonitorEvent) -> None:
+        if self.emit is not None:
+            self.emit(event)
+
+    def close_out(self) -> None:
+        """After close: what is still pending is dead-lettered ``socket_closed`` (levels
+        2-3) or reported ``dropped_at_close`` (level 1)."""
+        reason = "socket_closed" if self.level >= 2 else "dropped_at_close"
+        leftovers = list(self.tracker) + list(self.orphans)
+        for anchor in self.anchors.values():
+            leftovers.extend(anchor.held)
+            anchor.held.clear()
+        for key in self.tracker.peer_keys():
+            self.tracker.take(key)
+        self.orphans.clear()
+        leftovers.extend(e for e in self.entries.values() if not e.receipt.done)
+        seen: set[int] = set()
+        for entry in leftovers:
+            if id(entry) in seen or entry.receipt.done:
+                continue
+            seen.add(id(entry))
+            self.entries.pop(id(entry.parts), None)
+            self.dead_letter(
+                entry, reason, describe(entry.key if isinstance(entry.key, bytes) else None)
+            )
+
+    def _settled(self, entry: Entry) -> None:
+        self.entries.pop(id(entry.parts), None)
+        drained = self._drained
+        if drained is not None and not self.in_flight:
+            self._drained = None
+            drained.set()
+        if self._gated and self.in_flight < self.send_hwm:
+            self._gated = False
+            self.wake_senders()
+
+    def dead_letter(
+        self, entry: Entry, reason: str, peer: str, error: NackError | None = None
+    ) -> None:
+        letter = DeadLetter(list(entry.parts), reason, peer, error)
+        self.dead_lettered += 1
+        self._event(QoSDeadLettered("", peer, reason))
+        if entry.receipt.resolve(letter):
+            self.on_dead_letter(letter, entry.receipt)
+
+    # ------------------------------------------------------------------ receiving
+
+    def on_receive(self, pipe: Pipe, message: Message) -> bool:
+        state: PeerState | None = pipe.extension_state
+        if state is None or self.socket_type not in RECEIVING_TYPES:
+            return True
+        if self.socket_type == "GATHER" and len(message) != 1:
+            return False  # GATHER discards multipart: never acknowledge what it drops
+        digest = state.digester(message)
+        ref = state.algorithm.encode("ascii") + digest
+        if self.level == 1:
+            self._send_command(pipe, commands.ACK, ref)
+            return True
+        anchor = state.anchor
+        assert anchor is not None
+        if self.dedup.seen(anchor, digest):
+            self._send_command(pipe, commands.ACK if self.level == 2 else commands.COMP, ref)
+            return False
+        if self.level == 2:
+            self.dedup.add(anchor, digest, self.clock())
+            self._send_command(pipe, commands.ACK, ref)
+            return True
+        assert self.deliver_handle is not None
+        if not self.deliver_handle(pipe, message, digest):
+            text = b"receiver queue full"
+            self._send_command(pipe, commands.NACK, ref + bytes((0x84, 0, len(text))) + text)
+        return False
+
+    def verdict(self, pipe: Pipe, digest: bytes, code: int | None, text: bytes) -> None:
+        """Level 3: the application's verdict on a delivered message (None = success)."""
+        state: PeerState | None = pipe.extension_state
+        if state is None:
+            return
+        ref = state.algorithm.encode("ascii") + digest
+        if code is None:
+            if state.anchor is not None:
+                self.dedup.add(state.anchor, digest, self.clock())
+            self._send_command(pipe, commands.COMP, ref)
+        else:
+            self._send_command(
+                pipe, commands.NACK, commands.nack_data(state.algorithm, digest, code, text)
+            )
+
+    @staticmethod
+    def _send_command(pipe: Pipe, name: bytes, data: bytes) -> None:
+        # A gone peer is fine: it re-sends what it did not hear about.
+        with contextlib.suppress(PipeClosed):
+            pipe.send_command(name, data)

@@ -1,0 +1,275 @@
+"""``zmtp_qos.Socket``: a zmtp socket with per-hop delivery guarantees, in one line.
+
+    async with zmtp_qos.Socket(zmtp.PUSH, qos=2) as push: ...
+
+At level 0 it is a plain :class:`zmtp.Socket` (no extension installed, nothing on the hot
+path). At levels 1-3 ``send`` returns a :class:`~zmtp_qos.Receipt`; at level 3 ``recv`` returns
+a :class:`Handle` whose verdict becomes COMP or NACK.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+import zmtp
+from zmtp.engine.pipe import Pipe
+from zmtp.engine.queue import Message
+
+from .codes import TIMEOUT as NACK_TIMEOUT
+from .codes import code_for_exception, cut_text
+from .config import QoSConfig
+from .results import DeadLetter, Receipt
+from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
+
+log = logging.getLogger("zmtp_qos")
+
+FAN_OUT_TYPES = frozenset({"PUB", "SUB", "XPUB", "XSUB", "RADIO", "DISH"})
+
+
+class VerdictError(RuntimeError):
+    """A level-3 handle was given a second verdict (or one after its processing timeout)."""
+
+
+class Handle:
+    """A level-3 message awaiting the application's verdict.
+
+    ``async with handle:`` completes it on a normal exit and rejects it with the exception's
+    mapped code otherwise (the exception still propagates); or call :meth:`complete` /
+    :meth:`reject` yourself. A second verdict raises :class:`VerdictError`.
+    """
+
+    def __init__(self, parts: Message, decide: Callable[[int | None, bytes], None]) -> None:
+        self.parts = parts
+        self._decide = decide
+        self.decided = False
+
+    def _give(self, code: int | None, text: bytes) -> None:
+        if self.decided:
+            raise VerdictError("this message already has a verdict")
+        self.decided = True
+        self._decide(code, text)
+
+    def complete(self) -> None:
+        """The application processed the message: COMP."""
+        self._give(None, b"")
+
+    def reject(self, code: int, text: str = "") -> None:
+        """The application failed the message: NACK with ``code`` (bit 7 = retryable)."""
+        self._give(code, cut_text(text))
+
+    async def __aenter__(self) -> Handle:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.decided:
+            return
+        if exc is None:
+            self.complete()
+        elif isinstance(exc, Exception):
+            self.reject(code_for_exception(exc), str(exc) or type(exc).__name__)
+
+
+class Socket:
+    """A zmtp socket at QoS ``qos`` (0-3); keyword options are :class:`zmtp.Options`."""
+
+    def __init__(
+        self,
+        socket_type: zmtp.SocketType | str,
+        *,
+        qos: int = 0,
+        config: QoSConfig | None = None,
+        **options: Any,
+    ) -> None:
+        if qos not in (0, 1, 2, 3):
+            raise ValueError(f"QoS level must be 0, 1, 2 or 3, not {qos!r}")
+        kind = str(getattr(socket_type, "value", socket_type)).upper()
+        if qos and kind in FAN_OUT_TYPES:
+            raise ValueError(
+                f"{kind} cannot have QoS {qos}: each subscriber has its own copy, so there is "
+                "nothing to acknowledge or fail over to"
+            )
+        if qos and kind not in SENDING_TYPES | RECEIVING_TYPES:
+            raise ValueError(
+                f"QoS {qos} is supported on PUSH, PULL, SCATTER and GATHER, not {kind}"
+            )
+        self.level = qos
+        self.config = config or QoSConfig()
+        if qos >= 2 and not options.get("identity"):
+            options["identity"] = b"qos-" + os.urandom(8).hex().encode()  # a stable anchor
+        self.raw = zmtp.Socket(socket_type, **options)
+        self._tg: TaskGroup | None = None
+        self._letters: deque[DeadLetter] = deque()
+        self._letters_wakeup: anyio.Event | None = None
+        self._letter_readers = 0
+        self._handles: deque[Handle] = deque()
+        self._handles_wakeup: anyio.Event | None = None
+        self.runtime: QoSRuntime | None = None
+        if qos:
+            opts = self.raw.options
+            self.runtime = QoSRuntime(
+                qos,
+                self.config,
+                self.raw.socket_type,
+                send_hwm=opts.send_hwm,
+                recv_hwm=opts.recv_hwm,
+                identity=opts.identity,
+                on_dead_letter=self._on_dead_letter,
+                wake_senders=self.raw.wake_senders,
+                deliver_handle=self._deliver_handle,
+                schedule=self._schedule,
+            )
+            self.runtime.emit = self.raw.engine.emit
+            self.raw.install_extension(self.runtime)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Socket:
+        await self.raw.__aenter__()
+        self._cm = anyio.create_task_group()
+        self._tg = await self._cm.__aenter__()
+        if self.runtime is not None and self.level >= 2:
+            self._tg.start_soon(self._sweeper)
+        return self
+
+    async def _sweeper(self) -> None:
+        """Dead-letter sweep every dead_letter_timeout/4 (senders) and the dedup TTL sweep
+        every dedup_ttl/2 (receivers): the reference never ran the latter."""
+        runtime = self.runtime
+        assert runtime is not None
+        config = self.config
+        period = min(config.dead_letter_timeout / 4, config.dedup_ttl / 2)
+        while True:
+            await anyio.sleep(period)
+            runtime.sweep()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._tg is not None:
+            # The timer task group was entered after the raw socket: it is left first.
+            self._tg.cancel_scope.cancel()
+            await self._cm.__aexit__(None, None, None)
+            self._tg = None
+        try:
+            await self.raw.__aexit__(exc_type, exc, tb)
+        finally:
+            if self.runtime is not None:
+                self.runtime.close_out()
+
+    async def bind(self, endpoint: str) -> str:
+        return await self.raw.bind(endpoint)
+
+    async def connect(self, endpoint: str) -> None:
+        await self.raw.connect(endpoint)
+
+    def monitor(self) -> zmtp.Monitor:
+        return self.raw.monitor()
+
+    # ------------------------------------------------------------------ send
+
+    async def send(self, data: bytes) -> Receipt | None:
+        """Send one part; see :meth:`send_multipart`."""
+        return await self.send_multipart([data])
+
+    async def send_multipart(self, parts: list[bytes]) -> Receipt | None:
+        """Send a message; at QoS >= 1 the returned receipt resolves to its outcome."""
+        if self.runtime is None:
+            await self.raw.send_multipart(parts)
+            return None
+        message = [p if type(p) is bytes else bytes(p) for p in parts]
+        receipt = self.runtime.register(message)
+        await self.raw.send_prepared(message)
+        return receipt
+
+    # ------------------------------------------------------------------ receive
+
+    async def recv(self) -> Any:
+        """One single-part message (levels 0-2), or a :class:`Handle` at level 3."""
+        if self.level == 3:
+            return await self.recv_handle()
+        return await self.raw.recv()
+
+    async def recv_multipart(self) -> list[bytes]:
+        if self.level == 3:
+            raise zmtp.UnsupportedOperation("at QoS 3 use recv_handle() and give a verdict")
+        return await self.raw.recv_multipart()
+
+    async def recv_handle(self) -> Handle:
+        """Level 3: the next message, to be completed or rejected."""
+        while not self._handles:
+            self._handles_wakeup = anyio.Event()
+            await self._handles_wakeup.wait()
+        return self._handles.popleft()
+
+    def _deliver_handle(self, pipe: Pipe, message: Message, digest: bytes) -> bool:
+        runtime = self.runtime
+        assert runtime is not None
+        if len(self._handles) >= max(self.raw.options.recv_hwm, 1):
+            return False
+
+        def decide(code: int | None, text: bytes) -> None:
+            runtime.verdict(pipe, digest, code, text)
+
+        handle = Handle(message, decide)
+        self._handles.append(handle)
+        timeout = self.config.processing_timeout
+        if timeout is not None:
+
+            def expire() -> None:
+                if not handle.decided:
+                    handle._give(NACK_TIMEOUT, b"processing_timeout")
+
+            self._schedule(timeout, expire)
+        if self._handles_wakeup is not None:
+            self._handles_wakeup.set()
+        return True
+
+    # ------------------------------------------------------------------ dead letters
+
+    async def dead_letters(self) -> AsyncIterator[DeadLetter]:
+        """Every dead letter of this socket, as they happen."""
+        self._letter_readers += 1
+        try:
+            while True:
+                while not self._letters:
+                    self._letters_wakeup = anyio.Event()
+                    await self._letters_wakeup.wait()
+                yield self._letters.popleft()
+        finally:
+            self._letter_readers -= 1
+
+    def _on_dead_letter(self, letter: DeadLetter, receipt: Receipt) -> None:
+        if self._letter_readers:
+            self._letters.append(letter)
+            if self._letters_wakeup is not None:
+                self._letters_wakeup.set()
+        elif not receipt.observed:
+            log.warning("dead letter (%s) for %s: %r", letter.reason, letter.peer, letter.parts[:1])
+
+    # ------------------------------------------------------------------ timers
+
+    def _schedule(self, delay: float, action: Callable[[], None]) -> None:
+        if self._tg is None:
+            raise RuntimeError("use the QoS socket as `async with` (it runs timers)")
+
+        async def later() -> None:
+            await anyio.sleep(delay)
+            action()
+
+        self._tg.start_soon(later)
