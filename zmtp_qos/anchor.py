@@ -1,4 +1,4 @@
-"""Peer anchors (spec §2.3): what "the same peer" means across reconnects.
+"""Peer anchors (docs/qos-protocol.md §2.3): what "the same peer" means across reconnects.
 
 The peer's CURVE long-term public key when the mechanism is CURVE, else its non-empty
 ``Identity``; never an address. The two kinds are prefixed so an Identity can never collide

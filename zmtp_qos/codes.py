@@ -1,4 +1,4 @@
-"""NACK codes (spec §4.1) and the exceptions a level-3 handler raises to choose one.
+"""NACK codes (docs/qos-protocol.md §4.1) and the exceptions a level-3 handler raises to choose one.
 
 Bit 7 (0x80) marks a retryable failure; a sender goes by that bit for codes it does not know.
 """
@@ -83,7 +83,7 @@ class Rejected(ProcessingError):
 
 
 def code_for_exception(exc: BaseException) -> int:
-    """The NACK code for a handler's exception (spec §4.1)."""
+    """The NACK code for a handler's exception (docs/qos-protocol.md §4.1)."""
     if isinstance(exc, ProcessingError):
         return exc.code
     if isinstance(exc, TimeoutError):

@@ -1,4 +1,5 @@
-"""The four QoS commands (spec §4): ACK, CLR, COMP, NACK - encode, and parse leniently.
+"""The four QoS commands, ACK, CLR, COMP, NACK: encode, and parse leniently
+(docs/qos-protocol.md §4).
 
 Each travels as an ordinary ZMTP command; zmtp frames it (``pipe.send_command(name, data)``),
 so this module deals in the command's *data* only, plus :func:`encode_frame` for tests and

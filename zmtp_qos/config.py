@@ -1,4 +1,4 @@
-"""The QoS configuration (spec §5.5 defaults)."""
+"""The QoS configuration (docs/qos-protocol.md §5.5 defaults)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The receiver's de-duplication store at levels 2 and 3 (spec §5.1), keyed by anchor.
+"""The receiver's de-duplication store at levels 2 and 3, keyed by anchor
+(docs/qos-protocol.md §5.1).
 
 One ordered set of digests per anchor (digest -> time added) with a capacity (the socket's
 ``recv_hwm``; the oldest digest is evicted first) and a TTL (``dedup_ttl``, swept every ttl/2

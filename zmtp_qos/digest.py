@@ -1,4 +1,4 @@
-"""Message digests (spec §3): XXH64 (``x``) and truncated SHA-1 (``s``), byte-exact.
+"""Message digests (docs/qos-protocol.md §3): XXH64 (``x``) and truncated SHA-1 (``s``), byte-exact.
 
 The input is the plaintext ZMTP data-frame encoding of every part as this socket writes it
 (MORE on all parts but the last, LONG above 255 bytes, never the COMMAND bit). The ``x``
@@ -69,7 +69,7 @@ def digest(algorithm: str, parts: Sequence[bytes]) -> bytes:
 
 
 def choose_algorithm(peer_hash: str) -> str:
-    """The algorithm for a connection (spec §2.2 step 4): ``x`` if the peer sent no
+    """The algorithm for a connection (docs/qos-protocol.md §2.2 step 4): ``x`` if the peer sent no
     ``X-QoS-Hash``, else the first letter of our preference that the peer offers.
 
     The caller checked the overlap first (:func:`zmtp_qos.handshake.validate_peer`); with no

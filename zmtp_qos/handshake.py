@@ -1,4 +1,4 @@
-"""Handshake properties and peer validation (spec §2).
+"""Handshake properties and peer validation (docs/qos-protocol.md §2).
 
 We advertise ``X-QoS`` (the level) and ``X-QoS-Hash: "xs"`` at levels 1-3 and nothing at level
 0. A peer is refused, with the spec's reasons, when its level differs from ours (there is no
@@ -47,7 +47,8 @@ def peer_level(properties: Mapping[str, bytes]) -> int | None:
 def validate_peer(
     level: int, properties: Mapping[str, bytes], anchor: bytes | None
 ) -> Negotiated | str:
-    """Validate a peer (spec §2.2): the negotiated result, or the reason to reject it."""
+    """Validate a peer (docs/qos-protocol.md §2.2): the negotiated result, or the reason to
+    reject it."""
     theirs = peer_level(properties)
     if theirs is None:
         return f"QoS mismatch: local={level} peer={properties.get(LEVEL_PROPERTY)!r}"

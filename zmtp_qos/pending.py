@@ -1,4 +1,4 @@
-"""The sender's pending tracker (spec §5.1): messages written but not yet settled.
+"""The sender's pending tracker (docs/qos-protocol.md §5.1): messages written but not yet settled.
 
 Entries are kept per peer key (a connection at level 1, an anchor at levels 2 and 3) in the
 order they were written, and indexed by digest as a FIFO: two byte-identical messages in flight

@@ -1,4 +1,5 @@
-"""What a send at level >= 1 resolves to (spec §5.4): delivered, or a dead letter."""
+"""What a send at level >= 1 resolves to: delivered, or a dead letter
+(docs/qos-protocol.md §5.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The QoS runtime: a :class:`zmtp.SocketExtension` for PUSH/PULL and SCATTER/GATHER (spec §5.1).
+"""The QoS runtime: a :class:`zmtp.SocketExtension` for PUSH/PULL and SCATTER/GATHER
+(docs/qos-protocol.md §5.1).
 
 Sender: every message is tracked *before* it is written (``before_send``), per connection at
 level 1 and per anchor at levels 2-3, FIFO per digest. ACK (or COMP) settles the oldest entry
