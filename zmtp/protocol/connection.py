@@ -116,7 +116,7 @@ class Connection:
         self._out: list[bytes] = [encode_greeting(self.mechanism.name, self.mechanism.as_server)]
         # The one pending PONG (libzmq keeps one too): a PING arriving while a PONG is still
         # unsent replaces it, so a peer that floods PINGs and never reads costs one PONG.
-        self._pong: bytes | None = None
+        self._pong: bytes | None = None  # the context of the PONG to send
         self._ready_sent = False
         self._auth_pending = False
         self._held: list[bytes] = []
@@ -137,7 +137,9 @@ class Connection:
     def data_to_send(self) -> bytes:
         """Everything the connection wants written (greeting, handshake, PING/PONG, ERROR)."""
         if self._pong is not None:
-            self._out.append(self._pong)
+            # Encoded only now: CURVE numbers each box as it is made, so a PONG made earlier
+            # and sent after later commands would arrive out of nonce order.
+            self._out.append(self.mechanism.encode_command(commands.pong(self._pong)))
             self._pong = None
         if not self._out:
             return b""
@@ -153,7 +155,8 @@ class Connection:
     def pending_output(self) -> int:
         """Bytes queued for the peer and not yet taken by :meth:`data_to_send` (diagnostics,
         and the bound tests check: control replies never pile up)."""
-        return sum(len(b) for b in self._out) + (len(self._pong) if self._pong else 0)
+        pong = 0 if self._pong is None else len(commands.pong(self._pong))
+        return sum(len(b) for b in self._out) + pong
 
     @property
     def buffered(self) -> int:
@@ -373,7 +376,7 @@ class Connection:
                     if batch:
                         events.append(MessagesReceived(batch))
                     return self._fail(exc.reason, "protocol", events)
-                self._pong = self.mechanism.encode_command(commands.pong(context))
+                self._pong = context
                 if ttl and self._ttl_deadline is None:
                     self._ttl_deadline = now + ttl / 10.0
             elif name == commands.PONG:
