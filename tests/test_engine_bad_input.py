@@ -110,6 +110,23 @@ async def test_garbage_after_a_valid_greeting_is_refused(garbage: bytes, fragmen
         await healthy.assert_still_working()
 
 
+@pytest.mark.parametrize("announced", [4096, 2**40])
+async def test_oversized_handshake_command_is_refused_at_its_header(announced: int) -> None:
+    """``max_handshake_size`` reaches the connection: a READY announcing more is refused as
+    soon as its header arrives (no body sent), long before the handshake timeout."""
+    async with (
+        healthy_pull(max_handshake_size=1024) as healthy,
+        raw_client(healthy.endpoint) as peer,
+    ):
+        start = anyio.current_time()
+        await peer.send(NULL_GREETING + b"\x06" + announced.to_bytes(8, "big"))
+        event = await failure_of(healthy.monitor, peer)
+        assert anyio.current_time() - start < 2.0
+        assert event.kind == "protocol"
+        assert "1024" in event.reason, event.reason
+        await healthy.assert_still_working()
+
+
 async def test_peer_error_during_the_handshake_is_reported() -> None:
     async with healthy_pull() as healthy, raw_client(healthy.endpoint) as peer:
         await peer.send(NULL_GREETING + command_frame(b"ERROR", b"\x0bgo away now"))

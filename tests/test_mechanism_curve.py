@@ -1063,7 +1063,9 @@ def test_max_message_size_is_enforced_on_batched_frames(backend: str, limit: int
     """The limit applies to the outer frame, as libzmq checks it: body = payload + 33."""
     ref = RefClient()
     conn = accepted(ref, backend)
-    conn._decoder._max = limit  # set after the handshake, whose frames are up to ~300 bytes
+    conn._decoder.max_message_size = (
+        limit  # set after the handshake, whose frames are up to ~300 bytes
+    )
     fits = b"f" * (limit - 33)
     wire = ref.message(fits) + ref.message(fits + b"!") + ref.message(b"after")
     events = conn.receive_data(wire)

@@ -244,10 +244,25 @@ def test_pong_echoes_at_most_16_bytes_of_a_58_byte_context() -> None:
     assert conn.data_to_send() == PONG_FOR_LONG_CONTEXT
 
 
-def test_every_ping_gets_its_own_pong() -> None:
+def test_one_pending_pong_answers_the_latest_ping() -> None:
+    # libzmq keeps one pending PONG, re-filled by each PING (issue 14, finding 2): PINGs that
+    # arrive before the writer took the PONG replace it instead of queueing one each.
     conn = heartbeating()
     conn.receive_data(commands.ping(0, b"a") + commands.ping(0, b"b"), T0 + 1)
-    assert split_commands(conn.data_to_send()) == [Command(b"PONG", b"a"), Command(b"PONG", b"b")]
+    assert split_commands(conn.data_to_send()) == [Command(b"PONG", b"b")]
+    conn.receive_data(commands.ping(0, b"c"), T0 + 2)
+    assert split_commands(conn.data_to_send()) == [Command(b"PONG", b"c")]
+
+
+def test_a_ping_flood_from_a_peer_that_never_reads_queues_one_pong() -> None:
+    # The writer is stuck (the peer does not read), so data_to_send() is not called: what is
+    # queued must stay at one PONG however many PINGs arrive.
+    conn = heartbeating()
+    flood = commands.ping(0, b"0123456789abcdef") * 10_000
+    for _ in range(10):
+        assert conn.receive_data(flood, T0 + 1) == []
+    assert conn.pending_output == len(commands.pong(b"0123456789abcdef"))
+    assert conn.has_output
 
 
 def test_ping_and_pong_never_surface_as_events() -> None:

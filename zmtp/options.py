@@ -13,6 +13,7 @@ from typing import Any
 
 from .crypto import curve_public, decode_key
 from .errors import OptionError, UnknownOption, WrongType
+from .protocol.frames import DEFAULT_MAX_HANDSHAKE_SIZE
 
 #: A CURVE key as a user may give it: 40-character Z85 (str or bytes) or 32 raw bytes.
 CurveKey = str | bytes
@@ -58,6 +59,11 @@ class Options:
     heartbeat_timeout: float | None = None
     #: ``ZMQ_MAXMSGSIZE``: largest frame accepted, checked per frame like libzmq (-1 = no limit).
     max_message_size: int = -1
+    #: Largest command frame accepted before the handshake is complete (no libzmq option):
+    #: bounds what an unauthenticated peer can make us buffer; refused at the frame header.
+    #: The default (64 KiB) is far above the largest legal handshake command, a CURVE
+    #: INITIATE with its metadata (docs/security.md, "Limits before the handshake").
+    max_handshake_size: int = DEFAULT_MAX_HANDSHAKE_SIZE
     #: ``ZMQ_IMMEDIATE``: queue messages only to completed connections (default: a connect()
     #: endpoint queues messages even before its connection is up, like libzmq).
     immediate: bool = False
@@ -171,6 +177,15 @@ class Options:
             # Any length and any first byte, as libzmq: the id never goes on the wire, and a
             # clash with a generated id is refused when connect() uses it.
             raise OptionError("connect_routing_id must be bytes (b'' = none)")
+        if (
+            not isinstance(self.max_handshake_size, int)
+            or isinstance(self.max_handshake_size, bool)
+            or self.max_handshake_size < 512
+        ):
+            raise OptionError(
+                "max_handshake_size must be an int of at least 512 bytes (a READY or CURVE"
+                " INITIATE with its metadata must fit)"
+            )
         if self.heartbeat_ttl < 0 or self.heartbeat_ttl > 6553.5:
             raise OptionError("heartbeat_ttl must be between 0 and 6553.5 seconds")
         if not 1 <= self.multicast_hops <= 255:

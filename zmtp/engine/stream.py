@@ -118,6 +118,7 @@ class StreamConnection:
             identity=opts.identity,
             extra_properties=socket.extension_properties(),
             max_message_size=opts.max_message_size,
+            max_handshake_size=opts.max_handshake_size,
             handshake_timeout=opts.handshake_ivl,
             heartbeat_ivl=opts.heartbeat_ivl,
             heartbeat_ttl=opts.heartbeat_ttl,

@@ -39,7 +39,14 @@ from .events import (
     HandshakeComplete,
     MessagesReceived,
 )
-from .frames import COMMAND, MORE, Command, FrameDecoder, encode_command
+from .frames import (
+    COMMAND,
+    DEFAULT_MAX_HANDSHAKE_SIZE,
+    MORE,
+    Command,
+    FrameDecoder,
+    encode_command,
+)
 from .greeting import GREETING_SIZE, check_greeting_prefix, encode_greeting, parse_greeting
 from .mechanism import AuthResult, Mechanism, NullMechanism, PeerRejected
 from .properties import Properties, encode_properties
@@ -67,7 +74,9 @@ class Connection:
     None/0 = none), ``heartbeat_ivl`` (send a PING this often once the handshake is done; 0 =
     off), ``heartbeat_ttl`` (the TTL we ask the peer to apply, sent in our PINGs),
     ``heartbeat_timeout`` (close if nothing arrives this long after a PING; None = same as
-    ``heartbeat_ivl``), ``max_message_size`` (-1 = unlimited; checked per frame).
+    ``heartbeat_ivl``), ``max_message_size`` (-1 = unlimited; checked per frame),
+    ``max_handshake_size`` (largest command frame before the handshake is complete; checked
+    at the header, so an unauthenticated peer costs at most that much buffered).
     ``extra_properties`` are added to our READY metadata (the extension point for e.g. QoS).
     """
 
@@ -79,6 +88,7 @@ class Connection:
         identity: bytes = b"",
         extra_properties: Mapping[str, bytes] | None = None,
         max_message_size: int = -1,
+        max_handshake_size: int = DEFAULT_MAX_HANDSHAKE_SIZE,
         handshake_timeout: float | None = 30.0,
         heartbeat_ivl: float = 0.0,
         heartbeat_ttl: float = 0.0,
@@ -104,9 +114,12 @@ class Connection:
         self.state = State.GREETING
         self.peer: HandshakeComplete | None = None
         self.zmtp_minor = 1
-        self._decoder = FrameDecoder(max_message_size)
+        self._decoder = FrameDecoder(max_message_size, max_handshake_size)
         self._greeting_buf = b""
         self._out: list[bytes] = [encode_greeting(self.mechanism.name, self.mechanism.as_server)]
+        # The one pending PONG (libzmq keeps one too): a PING arriving while a PONG is still
+        # unsent replaces it, so a peer that floods PINGs and never reads costs one PONG.
+        self._pong: bytes | None = None  # the context of the PONG to send
         self._ready_sent = False
         self._auth_pending = False
         self._held: list[bytes] = []
@@ -126,6 +139,11 @@ class Connection:
 
     def data_to_send(self) -> bytes:
         """Everything the connection wants written (greeting, handshake, PING/PONG, ERROR)."""
+        if self._pong is not None:
+            # Encoded only now: CURVE numbers each box as it is made, so a PONG made earlier
+            # and sent after later commands would arrive out of nonce order.
+            self._out.append(self.mechanism.encode_command(commands.pong(self._pong)))
+            self._pong = None
         if not self._out:
             return b""
         data = b"".join(self._out)
@@ -134,7 +152,20 @@ class Connection:
 
     @property
     def has_output(self) -> bool:
-        return bool(self._out)
+        return bool(self._out) or self._pong is not None
+
+    @property
+    def pending_output(self) -> int:
+        """Bytes queued for the peer and not yet taken by :meth:`data_to_send` (diagnostics,
+        and the bound tests check: control replies never pile up)."""
+        pong = 0 if self._pong is None else len(commands.pong(self._pong))
+        return sum(len(b) for b in self._out) + pong
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of the peer's input held for later: a partial greeting or frame, input held
+        while authentication is pending (diagnostics, and the bound the limits tests check)."""
+        return len(self._greeting_buf) + self._decoder.buffered + self._held_size
 
     def encode_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
         """Wire bytes for a batch of messages (only valid once the handshake is complete)."""
@@ -348,7 +379,7 @@ class Connection:
                     if batch:
                         events.append(MessagesReceived(batch))
                     return self._fail(exc.reason, "protocol", events)
-                self._out.append(self.mechanism.encode_command(commands.pong(context)))
+                self._pong = context
                 if ttl and self._ttl_deadline is None:
                     self._ttl_deadline = now + ttl / 10.0
             elif name == commands.PONG:

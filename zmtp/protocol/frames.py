@@ -13,6 +13,8 @@ bodies once instead of growing a buffer chunk by chunk.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from struct import Struct
 from typing import Protocol
@@ -38,6 +40,31 @@ _LONG_MORE = bytes((MORE | LONG,))
 #: Bodies up to this size are sliced out of the read buffer; larger ones that arrive in pieces
 #: are collected as a list of chunks and joined once (no quadratic buffer growth).
 _LARGE_BODY = 1 << 16
+
+
+#: Default ``max_handshake_size``: the largest command frame accepted before the handshake is
+#: complete. The largest legal handshake command is a CURVE INITIATE: 257 bytes of fixed
+#: fields (name, cookie, nonce, vouch box) plus the client's metadata, which for libzmq and
+#: zmtp is a Socket-Type, an Identity of at most 255 bytes and a few application properties.
+#: 64 KiB leaves two orders of magnitude of room for those and bounds what an unauthenticated
+#: peer can make us hold per connection.
+DEFAULT_MAX_HANDSHAKE_SIZE = 1 << 16
+
+
+def host_frame_limit() -> int:
+    """The largest frame this host could ever hold: its physical memory (capped at the
+    largest ``bytes`` object), or ``sys.maxsize`` where the platform does not say.
+
+    Why: with ``max_message_size`` unlimited, libzmq refuses a frame at its header when the
+    allocation fails, which under Linux's default overcommit heuristic is a size beyond the
+    machine's memory. A frame larger than the memory cannot be received anyway; buffering it
+    would only exhaust the process. So "unlimited" means this bound (docs/differences.md).
+    """
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return sys.maxsize
+    return min(memory, sys.maxsize) if memory > 0 else sys.maxsize
 
 
 def frame_header(flags: int, size: int) -> bytes:
@@ -187,7 +214,10 @@ class FrameDecoder:
     and partial multipart messages are kept until the next ``feed``.
 
     ``max_message_size`` (-1 = unlimited) is checked per frame like libzmq's ``ZMQ_MAXMSGSIZE``,
-    command frames included, from the header alone.
+    command frames included, from the header alone. "Unlimited" is bounded by
+    :func:`host_frame_limit`: a frame announcing more than this host's memory is refused at
+    its header. ``max_handshake_size`` bounds each frame read with :meth:`next_frame` (the
+    handshake), also from the header.
     """
 
     __slots__ = (
@@ -196,15 +226,30 @@ class FrameDecoder:
         "_chunks",
         "_chunks_flags",
         "_chunks_need",
+        "_handshake_max",
+        "_limit",
         "_max",
         "_parts",
+        "_tail",
+        "_tail_size",
         "_transform",
+        "_want",
         "error",
     )
 
-    def __init__(self, max_message_size: int = -1) -> None:
+    def __init__(
+        self, max_message_size: int = -1, max_handshake_size: int = DEFAULT_MAX_HANDSHAKE_SIZE
+    ) -> None:
         self._buf = b""  # unparsed tail (bytes; replaced, never grown chunk by chunk)
         self._max = max_message_size
+        # The bound actually applied: max_message_size, or the host's memory when unlimited.
+        self._limit = max_message_size if max_message_size >= 0 else host_frame_limit()
+        self._handshake_max = max_handshake_size
+        # next_frame: reads after _buf while a frame whose header is known is incomplete,
+        # joined once when it is complete (_want: the bytes needed before parsing again).
+        self._tail: list[bytes] = []
+        self._tail_size = 0
+        self._want = 0
         self._parts: list[bytes] = []  # parts of the message being assembled
         # Large-body mode: a frame body bigger than _LARGE_BODY arriving over several reads.
         self._chunks: list[bytes] | None = None
@@ -227,9 +272,19 @@ class FrameDecoder:
         self._batch = getattr(value, "decode_batch", None)
 
     @property
+    def max_message_size(self) -> int:
+        """The per-frame limit (-1 = unlimited, which means :func:`host_frame_limit`)."""
+        return self._max
+
+    @max_message_size.setter
+    def max_message_size(self, value: int) -> None:
+        self._max = value
+        self._limit = value if value >= 0 else host_frame_limit()
+
+    @property
     def buffered(self) -> int:
         """Bytes held for an incomplete frame (for diagnostics and tests)."""
-        held = len(self._buf)
+        held = len(self._buf) + self._tail_size
         if self._chunks is not None:
             held += sum(len(c) for c in self._chunks)
         return held
@@ -242,6 +297,8 @@ class FrameDecoder:
         messages it sent first. The decoder must not be fed again after an error.
         """
         out: list[Item] = []
+        if self._tail:
+            data = self._join_tail(data)
         try:
             if self._chunks is not None:
                 data = self._feed_large(data, out)
@@ -251,7 +308,27 @@ class FrameDecoder:
             self._parse(buf, out)
         except ProtocolError as exc:
             self.error = exc
+            self._discard()
         return out
+
+    def _discard(self) -> None:
+        """Drop everything buffered: after an error nothing more is decoded, and a dead
+        connection must not pin a partial frame's memory."""
+        self._buf = b""
+        self._chunks = None
+        self._parts = []
+        self._tail = []
+        self._tail_size = 0
+        self._want = 0
+
+    def _join_tail(self, data: bytes) -> bytes:
+        """Move the reads :meth:`next_frame` kept aside back in front of ``data``."""
+        self._tail.append(data)
+        joined = b"".join(self._tail)
+        self._tail = []
+        self._tail_size = 0
+        self._want = 0
+        return joined
 
     def _feed_large(self, data: bytes, out: list[Item]) -> bytes:
         """Collect a large body; returns what is left of ``data`` after it."""
@@ -270,7 +347,7 @@ class FrameDecoder:
     def _parse(self, buf: bytes, out: list[Item]) -> None:
         pos = 0
         end = len(buf)
-        maxsize = self._max
+        maxsize = self._limit
         parts = self._parts
         transform = self._transform
         append = out.append
@@ -301,8 +378,8 @@ class FrameDecoder:
                 start = pos + 2
             if flags & RESERVED:
                 raise ProtocolError(f"reserved frame flag bits set (flags=0x{flags:02x})")
-            if 0 <= maxsize < size:
-                raise MessageTooLarge(f"frame of {size} bytes exceeds max_message_size {maxsize}")
+            if size > maxsize:
+                raise self._too_large(size)
             stop = start + size
             if stop > end:
                 if size > _LARGE_BODY:
@@ -336,6 +413,14 @@ class FrameDecoder:
         self._parts = parts
         self._buf = buf[pos:] if pos < end else b""
 
+    def _too_large(self, size: int) -> MessageTooLarge:
+        if self._max >= 0:
+            return MessageTooLarge(f"frame of {size} bytes exceeds max_message_size {self._max}")
+        return MessageTooLarge(
+            f"frame of {size} bytes is larger than this host's memory ({self._limit} bytes);"
+            " refused at its header"
+        )
+
     def _emit(self, flags: int, body: bytes, out: list[Item]) -> None:
         """Handle one complete frame outside the fast loop (large-body mode)."""
         if self._transform is not None:
@@ -356,8 +441,20 @@ class FrameDecoder:
 
         Used during the handshake, where each command may change how later frames are read
         (CURVE installs its transform after READY), so frames must be taken one at a time.
+        A frame is refused at its header if it announces more than ``max_handshake_size``
+        (or ``max_message_size``), and the reads of an incomplete frame are kept as a list
+        and joined once, when it is complete: no copy of the partial frame per read.
         """
-        buf = self._buf + data if self._buf else data
+        if self._want:
+            if data:
+                self._tail.append(data)
+                self._tail_size += len(data)
+            if len(self._buf) + self._tail_size < self._want:
+                return None
+            buf = self._join_tail(b"")
+            buf = self._buf + buf
+        else:
+            buf = self._buf + data if self._buf else data
         end = len(buf)
         if end < 2:
             self._buf = buf
@@ -372,13 +469,23 @@ class FrameDecoder:
         else:
             size = buf[1]
             start = 2
-        if flags & RESERVED:
-            raise ProtocolError(f"reserved frame flag bits set (flags=0x{flags:02x})")
-        if 0 <= self._max < size:
-            raise MessageTooLarge(f"frame of {size} bytes exceeds max_message_size {self._max}")
+        try:
+            if flags & RESERVED:
+                raise ProtocolError(f"reserved frame flag bits set (flags=0x{flags:02x})")
+            if 0 <= self._max < size:
+                raise self._too_large(size)
+            if size > self._handshake_max:  # also far below the host's memory
+                raise ProtocolError(
+                    f"handshake frame of {size} bytes exceeds max_handshake_size"
+                    f" {self._handshake_max}; refused at its header"
+                )
+        except ProtocolError:
+            self._discard()
+            raise
         stop = start + size
         if stop > end:
             self._buf = buf
+            self._want = stop
             return None
         self._buf = buf[stop:]
         return flags, buf[start:stop]
