@@ -26,7 +26,7 @@ class NackError(Exception):
     text: str
 
     def __str__(self) -> str:
-        return f"NACK 0x{self.code:02x}: {self.text}"
+        return repr(self)  # NackError(code=2, text='...'), raised or printed
 
 
 @dataclass(frozen=True)
