@@ -14,6 +14,7 @@ import pytest
 
 import zmtp
 import zmtp_qos
+from zmtp.testing.faultproxy import FaultProxy
 from zmtp_qos import DeadLetterError, NackError, QoSConfig, ReplyHandle
 from zmtp_qos.events import QoSDeadLettered, QoSFailedOver, QoSReplayed
 
@@ -263,3 +264,26 @@ def test_req_rep_accept_qos_fan_out_still_refuses() -> None:
         zmtp_qos.Socket(zmtp.PUB, qos=1)
     with pytest.raises(ValueError, match="not DEALER"):
         zmtp_qos.Socket(zmtp.DEALER, qos=1)
+
+
+@pytest.mark.parametrize("level", [1, 2])
+async def test_connection_cut_mid_request_re_sends_it_after_the_reconnect(level: int) -> None:
+    """The fault proxy cuts the only connection while the reply is awaited: REQ (the
+    connecting side) reconnects and re-sends; the reply to the lost copy goes nowhere."""
+    with anyio.fail_after(30):
+        async with zmtp_qos.Socket(zmtp.REP, qos=level) as rep:
+            port = int((await rep.bind("tcp://127.0.0.1:*")).rsplit(":", 1)[1])
+            async with (
+                FaultProxy("127.0.0.1", port) as proxy,
+                zmtp_qos.Socket(zmtp.REQ, qos=level, linger=0) as req,
+            ):
+                events = req.monitor()
+                await req.connect(proxy.endpoint)
+                await req.send(b"job")
+                assert await rep.recv() == b"job"
+                proxy.cut()
+                await events.wait_for(zmtp.Disconnected)
+                await rep.send(b"lost reply")  # its connection is gone: dropped
+                assert await rep.recv() == b"job"  # the re-sent copy, on the new connection
+                await rep.send(b"done")
+                assert await req.recv() == b"done"
