@@ -287,3 +287,23 @@ async def test_connection_cut_mid_request_re_sends_it_after_the_reconnect(level:
                 assert await rep.recv() == b"job"  # the re-sent copy, on the new connection
                 await rep.send(b"done")
                 assert await req.recv() == b"done"
+
+
+async def test_poller_reports_a_failed_request_readable_and_recv_raises_it() -> None:
+    """A Poller must not swallow the NACK: REQ is readable, and the next recv raises it."""
+    with anyio.fail_after(20):
+        async with (
+            zmtp_qos.Socket(zmtp.REP, qos=3) as rep,
+            zmtp_qos.Socket(zmtp.REQ, qos=3) as req,
+        ):
+            await req.connect(await rep.bind("tcp://127.0.0.1:*"))
+            await req.send(b"x")
+            handle = await rep.recv()
+            poller = zmtp.Poller()
+            poller.register(req.raw, zmtp.POLLIN)
+            handle.reject(0x05, "no")
+            assert await poller.poll() == [(req.raw, zmtp.POLLIN)]
+            assert req.raw.readable()  # still: nothing consumed it
+            with pytest.raises(NackError):
+                await req.recv()
+            assert not req.raw.readable()
