@@ -4,7 +4,9 @@
 
 At level 0 it is a plain :class:`zmtp.Socket` (no extension installed, nothing on the hot
 path). At levels 1-3 ``send`` returns a :class:`~zmtp_qos.Receipt`; at level 3 ``recv`` returns
-a :class:`Handle` whose verdict becomes COMP or NACK.
+a :class:`Handle` whose verdict becomes COMP or NACK. REQ and REP (:mod:`zmtp_qos.reqrep`): the
+reply is the acknowledgement, so ``send`` returns None; a level-3 REP's ``recv`` returns a
+:class:`ReplyHandle`, and a REQ's ``recv`` raises the NACK or dead-letter error.
 """
 
 from __future__ import annotations
