@@ -41,6 +41,8 @@ _YIELD_EVERY = 256
 #: costs ~0.6-1 us on asyncio, as much as the whole rest of a send. A cancel is therefore seen
 #: within 16 messages, and no message is ever lost to it (see docs/performance.md).
 _CANCEL_CHECK_MASK = 15
+#: ``_held`` when what the next recv owes is an error (see Socket.readable), not a message.
+_HELD_ERROR: Message = []
 
 
 class _Unset(Enum):
@@ -85,6 +87,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_core",
         "_entered",
         "_held",
+        "_held_error",
         "_ops",
         "_strategy",
         "last_endpoint",
@@ -105,6 +108,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._ops = 0
         #: A multipart message ``recv()`` refused; handed out by the next receive call.
         self._held: Message | None = None
+        #: What the next recv raises when ``_held`` is ``_HELD_ERROR`` (see readable()).
+        self._held_error: BaseException | None = None
         self.last_endpoint = ""
 
     def __repr__(self) -> str:
@@ -329,6 +334,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         message = self._held
         if message is not None:
             self._held = None
+            if message is _HELD_ERROR:
+                raise self._take_held_error()
         else:
             message = self._strategy.try_recv()
             if message is None:
@@ -355,6 +362,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         message = self._held
         if message is not None:
             self._held = None
+            if message is _HELD_ERROR:
+                raise self._take_held_error()
             return message
         message = strategy.try_recv()
         if message is not None:
@@ -405,10 +414,20 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             message = self._strategy.try_recv()
         except ZMTPError:
             return False  # this type cannot receive now (PUSH, a REQ with no request out)
+        except Exception as error:
+            # What the next recv raises (an extension failed REQ's request, e.g. QoS NACK,
+            # through Req.fail_request): readable, and kept for that recv.
+            self._held, self._held_error = _HELD_ERROR, error
+            return True
         if message is None:
             return False
         self._held = message
         return True
+
+    def _take_held_error(self) -> BaseException:
+        error, self._held_error = self._held_error, None
+        assert error is not None
+        return error
 
     async def wait_readable(self) -> None:
         """Wait until :meth:`readable` (a message is waiting), consuming nothing (``Poller``).

@@ -16,12 +16,13 @@ from .codes import (
     Rejected,
 )
 from .config import QoSConfig
-from .results import DeadLetter, Delivered, NackError, Receipt
-from .socket import Handle, Socket, VerdictError
+from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
+from .socket import Handle, ReplyHandle, Socket, VerdictError
 
 __all__ = [
     "BadInput",
     "DeadLetter",
+    "DeadLetterError",
     "Delivered",
     "Handle",
     "InternalError",
@@ -32,6 +33,7 @@ __all__ = [
     "QoSConfig",
     "Receipt",
     "Rejected",
+    "ReplyHandle",
     "Socket",
     "VerdictError",
 ]

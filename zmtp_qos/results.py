@@ -18,11 +18,15 @@ DROPPED_AT_CLOSE = "dropped_at_close"
 
 
 @dataclass(frozen=True)
-class NackError:
-    """The receiver's verdict carried by a dead letter: NACK code and text."""
+class NackError(Exception):
+    """The receiver's NACK: code and text. Carried by a dead letter, and raised by a QoS 3
+    REQ's ``recv`` when the REP rejected the request (docs/qos-protocol.md §5.2)."""
 
     code: int
     text: str
+
+    def __str__(self) -> str:
+        return repr(self)  # NackError(code=2, text='...'), raised or printed
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,15 @@ class DeadLetter:
 
 
 Outcome = Delivered | DeadLetter
+
+
+class DeadLetterError(Exception):
+    """Raised by a QoS 2 REQ's ``recv`` when its request was dead-lettered (its REP did not
+    come back within ``dead_letter_timeout``); the REQ is ready to send again."""
+
+    def __init__(self, letter: DeadLetter) -> None:
+        super().__init__(f"request dead-lettered ({letter.reason}, peer {letter.peer or '?'})")
+        self.letter = letter
 
 
 class Receipt:

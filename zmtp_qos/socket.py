@@ -4,7 +4,9 @@
 
 At level 0 it is a plain :class:`zmtp.Socket` (no extension installed, nothing on the hot
 path). At levels 1-3 ``send`` returns a :class:`~zmtp_qos.Receipt`; at level 3 ``recv`` returns
-a :class:`Handle` whose verdict becomes COMP or NACK.
+a :class:`Handle` whose verdict becomes COMP or NACK. REQ and REP (:mod:`zmtp_qos.reqrep`): the
+reply is the acknowledgement, so ``send`` returns None; a level-3 REP's ``recv`` returns a
+:class:`ReplyHandle`, and a REQ's ``recv`` raises the NACK or dead-letter error.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from anyio.abc import TaskGroup
 import zmtp
 from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import Message
+from zmtp.routing.req_rep import Rep, Req
 
 from .codes import TIMEOUT as NACK_TIMEOUT
 from .codes import code_for_exception, cut_text
 from .config import QoSConfig
+from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
 
@@ -82,6 +86,22 @@ class Handle:
             self.reject(code_for_exception(exc), str(exc) or type(exc).__name__)
 
 
+class ReplyHandle(Handle):
+    """A request received by a QoS 3 REP: its success is the reply you ``send``; a failure is
+    :meth:`reject` (or an exception out of ``async with handle:``), answered with NACK.
+
+    Leaving ``async with`` normally without having sent the reply raises
+    :class:`VerdictError`: a REP answers every request.
+    """
+
+    def complete(self) -> None:
+        raise VerdictError("a REP's success is its reply: send() it, or reject() the request")
+
+    def replied(self) -> None:
+        """The reply is being sent: the verdict is success (the socket's ``send`` calls it)."""
+        self._give(None, b"")
+
+
 class Socket:
     """A zmtp socket at QoS ``qos`` (0-3); keyword options are :class:`zmtp.Options`."""
 
@@ -101,9 +121,9 @@ class Socket:
                 f"{kind} cannot have QoS {qos}: each subscriber has its own copy, so there is "
                 "nothing to acknowledge or fail over to"
             )
-        if qos and kind not in SENDING_TYPES | RECEIVING_TYPES:
+        if qos and kind not in SENDING_TYPES | RECEIVING_TYPES | REQREP_TYPES:
             raise ValueError(
-                f"QoS {qos} is supported on PUSH, PULL, SCATTER and GATHER, not {kind}"
+                f"QoS {qos} is supported on PUSH, PULL, SCATTER, GATHER, REQ and REP, not {kind}"
             )
         self.level = qos
         self.config = config or QoSConfig()
@@ -117,9 +137,12 @@ class Socket:
         self._handles: deque[Handle] = deque()
         self._handles_wakeup: anyio.Event | None = None
         self.runtime: QoSRuntime | None = None
+        self._reqrep: ReqRepRuntime | None = None
+        self._reply_handle: ReplyHandle | None = None
         if qos:
             opts = self.raw.options
-            self.runtime = QoSRuntime(
+            runtime_cls = ReqRepRuntime if kind in REQREP_TYPES else QoSRuntime
+            self.runtime = runtime_cls(
                 qos,
                 self.config,
                 self.raw.socket_type,
@@ -132,6 +155,11 @@ class Socket:
                 schedule=self._schedule,
             )
             self.runtime.emit = self.raw.engine.emit
+            if isinstance(self.runtime, ReqRepRuntime):
+                self._reqrep = self.runtime
+                strategy = self.raw.engine.strategy
+                assert isinstance(strategy, Req | Rep)
+                self.runtime.strategy = strategy
             self.raw.install_extension(self.runtime)
 
     # ------------------------------------------------------------------ lifecycle
@@ -192,6 +220,14 @@ class Socket:
         if self.runtime is None:
             await self.raw.send_multipart(parts)
             return None
+        if self._reqrep is not None:
+            # REQ/REP: the reply is the acknowledgement, there is no receipt.
+            handle = self._reply_handle
+            if handle is not None and not handle.decided:
+                handle.replied()
+            self._reply_handle = None
+            await self.raw.send_multipart(parts)
+            return None
         message = [p if type(p) is bytes else bytes(p) for p in parts]
         receipt = self.runtime.register(message)
         await self.raw.send_prepared(message)
@@ -201,17 +237,28 @@ class Socket:
 
     async def recv(self) -> Any:
         """One single-part message (levels 0-2), or a :class:`Handle` at level 3."""
-        if self.level == 3:
+        if self.level == 3 and self.raw.socket_type != "REQ":
             return await self.recv_handle()
         return await self.raw.recv()
 
     async def recv_multipart(self) -> list[bytes]:
-        if self.level == 3:
+        """The next message (levels 0-2, and a REQ at any level: a NACK or a dead letter
+        is raised as :class:`~zmtp_qos.NackError` / :class:`~zmtp_qos.DeadLetterError`)."""
+        if self.level == 3 and self.raw.socket_type != "REQ":
             raise zmtp.UnsupportedOperation("at QoS 3 use recv_handle() and give a verdict")
         return await self.raw.recv_multipart()
 
     async def recv_handle(self) -> Handle:
-        """Level 3: the next message, to be completed or rejected."""
+        """Level 3: the next message, to be completed or rejected (a REP: answered by
+        ``send`` or rejected, see :class:`ReplyHandle`)."""
+        if self._reqrep is not None:
+            strategy = self._reqrep.strategy
+            if not isinstance(strategy, Rep):
+                raise zmtp.UnsupportedOperation("a REQ receives replies: use recv()")
+            body = await self.raw.recv_multipart()
+            handle = ReplyHandle(body, self._reqrep.reply_decider(strategy, body))
+            self._reply_handle = handle
+            return handle
         while not self._handles:
             self._handles_wakeup = anyio.Event()
             await self._handles_wakeup.wait()

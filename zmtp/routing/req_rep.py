@@ -9,11 +9,12 @@ the way back can pop its hop.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 from typing import TYPE_CHECKING
 
-from ..engine.pipe import Pipe
+from ..engine.pipe import Pipe, PipeClosed
 from ..engine.queue import Message
 from ..errors import InvalidState
 from .base import FairQueue, RoutingStrategy
@@ -61,6 +62,8 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
         self._id_frame = b""
         self._receiving = False  # a request is out and its reply is awaited
         self._reply_pipe: Pipe | None = None
+        self._request: Message | None = None  # the pending request's wire parts
+        self._failure: BaseException | None = None  # raised by the next recv (fail_request)
 
     def attach(self, pipe: Pipe) -> str | None:
         self.lb_attach(pipe)
@@ -85,17 +88,20 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
         if self._correlate:
             request_id = (self._request_id + 1) & 0xFFFFFFFF
             id_frame = _REQUEST_ID.pack(request_id)
-            pipe = self.rr_send([id_frame, b"", *parts])
+            wire = [id_frame, b"", *parts]
         else:
-            pipe = self.rr_send([b"", *parts])
+            wire = [b"", *parts]
+        pipe = self.rr_send(wire)
         if pipe is None:
             return False
+        self._request = wire
         if self._correlate:
             self._request_id, self._id_frame = request_id, id_frame
         # Replies that arrived for an earlier (abandoned) request must not answer this one.
         for ready in self._ready:
             ready.inbox.clear()
         self._ready.clear()
+        self._failure = None
         self._receiving = True
         self._reply_pipe = pipe
         return True
@@ -104,6 +110,10 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
 
     def try_recv(self) -> Message | None:
         if not self._receiving:
+            failure = self._failure
+            if failure is not None:
+                self._failure = None
+                raise failure
             raise InvalidState("REQ: no request pending; send() a request before recv()")
         while True:
             item = self.fq_recv_from()
@@ -121,13 +131,40 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
                     continue  # no delimiter: not a reply to a REQ
                 body = message[1:]
             self._receiving = False
-            self._reply_pipe = None
+            self._reply_pipe = self._request = None
             return body
 
     def recv_timed_out(self) -> None:
         """Give up on the pending request so the application can send again."""
         self._receiving = False
-        self._reply_pipe = None
+        self._reply_pipe = self._request = None
+
+    # ------------------------------------------------- extension points (zmtp_qos REQ/REP)
+
+    @property
+    def pending_request(self) -> tuple[Pipe, Message] | None:
+        """The request whose reply is awaited: the pipe it went to and its wire parts
+        (request id and delimiter included), or None. For an extension (QoS, §5.2 of
+        docs/qos-protocol.md) that must re-send it or match a NACK to it."""
+        if not self._receiving or self._reply_pipe is None or self._request is None:
+            return None
+        return self._reply_pipe, self._request
+
+    def resend(self, pipe: Pipe) -> None:
+        """Write the pending request again, to ``pipe`` (another peer, or the same peer
+        reconnected), ahead of anything queued, and await the reply from it from now on."""
+        if not self._receiving or self._request is None:
+            raise InvalidState("REQ: no request pending to re-send")
+        self._reply_pipe = pipe
+        pipe.send_first([self._request])
+
+    def fail_request(self, error: BaseException) -> None:
+        """Abandon the pending request: the REQ is ready to send again, and the ``recv``
+        waiting for the reply (or the next one) raises ``error`` once."""
+        self._receiving = False
+        self._reply_pipe = self._request = None
+        self._failure = error
+        self.socket.wake_receivers()
 
 
 class Rep(FairQueue, RoutingStrategy):
@@ -163,6 +200,27 @@ class Rep(FairQueue, RoutingStrategy):
         if pipe.attached and not pipe.outbox.full:
             pipe.send(envelope + parts)
         return True
+
+    # ------------------------------------------------- extension points (zmtp_qos REQ/REP)
+
+    @property
+    def current_request(self) -> tuple[Pipe, Message] | None:
+        """The request being answered: the pipe it came from and its envelope (up to and
+        including the delimiter), or None when no reply is owed."""
+        if self._envelope is None or self._reply_pipe is None:
+            return None
+        return self._reply_pipe, self._envelope
+
+    def answer_command(self, name: bytes, data: bytes) -> None:
+        """Answer the current request with a command instead of a reply (QoS 3: NACK) and
+        become ready for the next request. A peer that has gone is not an error."""
+        pipe = self._reply_pipe
+        if self._envelope is None or pipe is None:
+            raise InvalidState("REP: no request to answer; recv() a request before send()")
+        self._envelope = self._reply_pipe = None
+        if pipe.attached:
+            with contextlib.suppress(PipeClosed):
+                pipe.send_command(name, data)
 
     def try_recv(self) -> Message | None:
         if self._envelope is not None:
