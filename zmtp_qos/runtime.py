@@ -109,6 +109,11 @@ class QoSRuntime(SocketExtension):
         self.anchors: dict[bytes, AnchorState] = {}
         self.orphans: deque[Entry] = deque()  #: level 1: waiting for any peer
         self.dedup = DedupStore(max(recv_hwm, 1) if recv_hwm > 0 else 1 << 30, config.dedup_ttl)
+        #: Level 3 receiver: (anchor, digest) handed to the application and awaiting its
+        #: verdict -> the connection of every copy received (the first, then a replay or a
+        #: byte-identical message): each copy is answered by that one verdict, on its own
+        #: connection, instead of being delivered again.
+        self.processing: dict[tuple[bytes, bytes], list[Pipe]] = {}
         self.delivered = 0
         self.dead_lettered = 0
         self._drained: anyio.Event | None = None
@@ -412,8 +417,14 @@ class QoSRuntime(SocketExtension):
             self.dedup.add(anchor, digest, self.clock())
             self._send_command(pipe, commands.ACK, ref)
             return True
+        key = (anchor, digest)
+        if key in self.processing:
+            self.processing[key].append(pipe)  # answered by the first copy's verdict
+            return False
         assert self.deliver_handle is not None
-        if not self.deliver_handle(pipe, message, digest):
+        if self.deliver_handle(pipe, message, digest):
+            self.processing[key] = [pipe]
+        else:
             text = b"receiver queue full"
             self._send_command(pipe, commands.NACK, ref + bytes((0x84, 0, len(text))) + text)
         return False
@@ -423,15 +434,21 @@ class QoSRuntime(SocketExtension):
         state: PeerState | None = pipe.extension_state
         if state is None:
             return
-        ref = state.algorithm.encode("ascii") + digest
-        if code is None:
-            if state.anchor is not None:
+        pipes = [pipe]
+        if state.anchor is not None:
+            pipes = self.processing.pop((state.anchor, digest), pipes)
+            if code is None:
                 self.dedup.add(state.anchor, digest, self.clock())
-            self._send_command(pipe, commands.COMP, ref)
-        else:
-            self._send_command(
-                pipe, commands.NACK, commands.nack_data(state.algorithm, digest, code, text)
-            )
+        for target in pipes:  # one answer per copy, where it came from
+            target_state: PeerState | None = target.extension_state
+            if target_state is None:
+                continue
+            algorithm = target_state.algorithm
+            if code is None:
+                self._send_command(target, commands.COMP, algorithm.encode("ascii") + digest)
+            else:
+                data = commands.nack_data(algorithm, digest, code, text)
+                self._send_command(target, commands.NACK, data)
 
     @staticmethod
     def _send_command(pipe: Pipe, name: bytes, data: bytes) -> None:
