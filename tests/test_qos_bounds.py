@@ -5,6 +5,9 @@ already evicted (the 8120 duplicates of the first level-2 soak, docs/qos.md)."""
 
 from __future__ import annotations
 
+import contextlib
+import tracemalloc
+
 import anyio
 import pytest
 
@@ -75,3 +78,37 @@ async def test_send_timeout_applies_to_the_in_flight_cap() -> None:
                 await push.send(b"pending")
                 with pytest.raises(zmtp.TimedOut, match="send_timeout"):
                     await push.send(b"blocked")
+
+
+async def test_sender_memory_is_bounded_while_a_peer_never_acks() -> None:
+    """A peer that reads everything and never ACKs: sends block at ``send_hwm`` and the
+    sender's memory stops growing, however many more sends are tried (each timed-out try
+    used to leave its message behind)."""
+    size = 10_000
+    with anyio.fail_after(60):
+        async with zmtp_qos.Socket(zmtp.PUSH, qos=2, send_hwm=50, linger=0) as push:
+            events = push.monitor()
+            ep = await push.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PULL", b"receiver-A", 2)
+            async with raw, anyio.create_task_group() as tg:
+
+                async def drain() -> None:  # reads every byte, never answers
+                    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
+                        while True:
+                            await raw.receive()
+
+                tg.start_soon(drain)
+                await events.wait_for(zmtp.HandshakeSucceeded)
+                tracemalloc.start()
+                try:
+                    assert await _accepted_until_blocked(push, size) == 50
+                    at_cap, _ = tracemalloc.get_traced_memory()
+                    for n in range(200):
+                        with anyio.move_on_after(0.01):
+                            await push.send(b"%d" % n + bytes(size))
+                    after, _ = tracemalloc.get_traced_memory()
+                finally:
+                    tracemalloc.stop()
+                assert push.runtime is not None and push.runtime.in_flight == 50
+                assert after - at_cap < 20 * size  # 200 tries would be 2 MB if kept
+                tg.cancel_scope.cancel()
