@@ -13,6 +13,7 @@ import zmtp_qos
 from tests.test_qos_captures import GREETING, _capture, _frames, _port, _read_until
 from zmtp.protocol.properties import encode_properties
 from zmtp_qos import Delivered, commands
+from zmtp_qos.digest import DIGESTERS
 from zmtp_qos.events import QoSDeadLettered, QoSFailedOver, QoSReplayed
 
 pytestmark = pytest.mark.anyio
@@ -168,3 +169,30 @@ async def test_receiver_dedup_ttl_sweep_runs() -> None:
                     await anyio.sleep(0.05)
                 await raw.send(data)  # past the TTL: a new message again
                 assert await pull.recv() == b"cap-1"
+
+
+async def test_level3_replay_while_the_first_copy_is_processed_is_not_delivered_again() -> None:
+    """The dedup set learns a level-3 digest at its verdict; a replay that arrives before it
+    (the first connection died with the message in the application's hands) was delivered a
+    second time. It is now answered by the verdict, on the connection the sender is on now."""
+    data = b"\x00\x05cap-1"
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            first = await _raw_peer(_port(ep), b"PUSH", b"sender-A", 3)
+            await first.send(data)
+            handle = await pull.recv_handle()
+            assert handle.parts == [b"cap-1"]
+            await first.aclose()  # no verdict yet: the sender will replay cap-1
+            second = await _raw_peer(_port(ep), b"PUSH", b"sender-A", 3)
+            async with second:
+                await second.send(data + b"\x00\x05cap-2")
+                following = await pull.recv_handle()
+                assert following.parts == [b"cap-2"]  # cap-1 was not delivered again
+                handle.complete()
+                following.complete()
+                buf = bytearray()
+                await _read_until(second, buf, 3)  # READY, COMP cap-1, COMP cap-2
+                comps = _frames(bytes(buf))[1:]
+                assert [f[2:7] for f in comps] == [b"\x04COMP"] * 2
+                assert comps[0][7:] == b"x" + DIGESTERS["x"]([b"cap-1"])

@@ -6,7 +6,11 @@ level 1 and per anchor at levels 2-3, FIFO per digest. ACK (or COMP) settles the
 with that digest; at levels 2-3 a CLR follows on the same connection. A lost connection sends
 its un-ACKed messages (and what was still queued for it) to the front of another peer's queue
 at level 1, and keeps them pinned to the anchor at levels 2-3, replayed first when that anchor
-reconnects. Un-settled messages count against ``send_hwm`` through ``can_send``.
+reconnects. Every un-settled message counts against ``send_hwm`` wherever it is (queued for a
+connection, written, held for its anchor, waiting for a retry): the wrapper's ``send`` takes a
+slot (:meth:`QoSRuntime.acquire`) before the message exists for the socket, and settling it
+gives the slot back. That bound is what the receiver's dedup capacity relies on
+(docs/qos.md, "Dedup capacity").
 
 Receiver: level 1 ACKs a message once it is queued; levels 2-3 keep a dedup set per anchor;
 level 3 hands each message to the application wrapped in a handle whose verdict becomes COMP
@@ -105,9 +109,13 @@ class QoSRuntime(SocketExtension):
         self.anchors: dict[bytes, AnchorState] = {}
         self.orphans: deque[Entry] = deque()  #: level 1: waiting for any peer
         self.dedup = DedupStore(max(recv_hwm, 1) if recv_hwm > 0 else 1 << 30, config.dedup_ttl)
+        #: Level 3 receiver: (anchor, digest) handed to the application and awaiting its
+        #: verdict -> the connection of every copy received (the first, then a replay or a
+        #: byte-identical message): each copy is answered by that one verdict, on its own
+        #: connection, instead of being delivered again.
+        self.processing: dict[tuple[bytes, bytes], list[Pipe]] = {}
         self.delivered = 0
         self.dead_lettered = 0
-        self._gated = False
         self._drained: anyio.Event | None = None
         #: Called when a close starts waiting for pending acknowledgements (diagnostics, tests).
         self.on_linger: Callable[[], None] | None = None
@@ -119,9 +127,13 @@ class QoSRuntime(SocketExtension):
 
     @property
     def in_flight(self) -> int:
-        """Messages written (or pinned) and not yet settled."""
-        held = sum(len(a.held) for a in self.anchors.values())
-        return len(self.tracker) + held + len(self.orphans) + self.retrying
+        """Messages sent and not yet settled: queued, written, held or waiting to be retried."""
+        return len(self.entries)
+
+    @property
+    def full(self) -> bool:
+        """Whether ``send_hwm`` messages are un-settled (a new send must wait)."""
+        return len(self.entries) >= self.send_hwm
 
     # ------------------------------------------------------------------ handshake
 
@@ -209,16 +221,18 @@ class QoSRuntime(SocketExtension):
     # ------------------------------------------------------------------ sending
 
     def register(self, message: Message) -> Receipt:
-        """The wrapper's send: remember ``message`` (the list object) and return its receipt."""
+        """The wrapper's send, once :attr:`full` is false: remember ``message`` (the list
+        object), which takes one of the ``send_hwm`` slots, and return its receipt."""
         entry = Entry(message, Receipt())
         self.entries[id(message)] = entry
         return entry.receipt
 
-    def can_send(self, pipe: Pipe) -> bool:
-        if self.in_flight >= self.send_hwm:
-            self._gated = True
-            return False
-        return True
+    def unregister(self, message: Message) -> None:
+        """The wrapper's send failed before the socket took ``message`` (timeout, cancel,
+        close): forget it and give its slot back."""
+        entry = self.entries.get(id(message))
+        if entry is not None and entry.parts is message and not entry.receipt.done:
+            self._settled(entry)
 
     def before_send(self, pipe: Pipe, message: Message) -> None:
         state: PeerState | None = pipe.extension_state
@@ -369,9 +383,8 @@ class QoSRuntime(SocketExtension):
         if drained is not None and not self.in_flight:
             self._drained = None
             drained.set()
-        if self._gated and self.in_flight < self.send_hwm:
-            self._gated = False
-            self.wake_senders()
+        if len(self.entries) < self.send_hwm:
+            self.wake_senders()  # a slot is free (cheap when nobody waits)
 
     def dead_letter(
         self, entry: Entry, reason: str, peer: str, error: NackError | None = None
@@ -404,8 +417,14 @@ class QoSRuntime(SocketExtension):
             self.dedup.add(anchor, digest, self.clock())
             self._send_command(pipe, commands.ACK, ref)
             return True
+        key = (anchor, digest)
+        if key in self.processing:
+            self.processing[key].append(pipe)  # answered by the first copy's verdict
+            return False
         assert self.deliver_handle is not None
-        if not self.deliver_handle(pipe, message, digest):
+        if self.deliver_handle(pipe, message, digest):
+            self.processing[key] = [pipe]
+        else:
             text = b"receiver queue full"
             self._send_command(pipe, commands.NACK, ref + bytes((0x84, 0, len(text))) + text)
         return False
@@ -415,15 +434,21 @@ class QoSRuntime(SocketExtension):
         state: PeerState | None = pipe.extension_state
         if state is None:
             return
-        ref = state.algorithm.encode("ascii") + digest
-        if code is None:
-            if state.anchor is not None:
+        pipes = [pipe]
+        if state.anchor is not None:
+            pipes = self.processing.pop((state.anchor, digest), pipes)
+            if code is None:
                 self.dedup.add(state.anchor, digest, self.clock())
-            self._send_command(pipe, commands.COMP, ref)
-        else:
-            self._send_command(
-                pipe, commands.NACK, commands.nack_data(state.algorithm, digest, code, text)
-            )
+        for target in pipes:  # one answer per copy, where it came from
+            target_state: PeerState | None = target.extension_state
+            if target_state is None:
+                continue
+            algorithm = target_state.algorithm
+            if code is None:
+                self._send_command(target, commands.COMP, algorithm.encode("ascii") + digest)
+            else:
+                data = commands.nack_data(algorithm, digest, code, text)
+                self._send_command(target, commands.NACK, data)
 
     @staticmethod
     def _send_command(pipe: Pipe, name: bytes, data: bytes) -> None:

@@ -24,7 +24,9 @@ from anyio.abc import TaskGroup
 import zmtp
 from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import Message
+from zmtp.errors import CLOSED
 from zmtp.routing.req_rep import Rep, Req
+from zmtp.timeouts import call_timeout
 
 from .codes import TIMEOUT as NACK_TIMEOUT
 from .codes import code_for_exception, cut_text
@@ -229,9 +231,28 @@ class Socket:
             await self.raw.send_multipart(parts)
             return None
         message = [p if type(p) is bytes else bytes(p) for p in parts]
-        receipt = self.runtime.register(message)
-        await self.raw.send_prepared(message)
+        runtime = self.runtime
+        if runtime.full:
+            await self._wait_for_slot()
+        receipt = runtime.register(message)
+        try:
+            await self.raw.send_prepared(message)
+        except BaseException:
+            runtime.unregister(message)  # never queued: no receipt, no dead letter
+            raise
         return receipt
+
+    async def _wait_for_slot(self) -> None:
+        """Block while ``send_hwm`` messages are un-settled (docs/qos-protocol.md §5.3), up
+        to ``send_timeout``; settling one (ACK, COMP, dead letter) wakes the senders."""
+        runtime = self.runtime
+        assert runtime is not None
+        engine = self.raw.engine
+        with call_timeout(self.raw.options.send_timeout, "send"):
+            while runtime.full:
+                if engine.closing:
+                    raise zmtp.SocketClosed(CLOSED)
+                await engine.send_wakeup().wait()
 
     # ------------------------------------------------------------------ receive
 
