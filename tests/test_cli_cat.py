@@ -448,3 +448,22 @@ def test_qos_3_req_rep_round_trip(backend: str) -> None:
     finally:
         rep.kill()
     assert rep.out == ["a", "b"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_qos_2_req_whose_rep_goes_away_reports_the_dead_letter(backend: str) -> None:
+    """The REP prints the request and exits without answering (its input is empty): the
+    request stays pinned to that REP's anchor, is dead-lettered after --dead-letter-timeout,
+    and the REQ reports it and exits 1."""
+    rep = Tool(["cat", "REP", "--qos", "2", "-b", "tcp://127.0.0.1:*", "--backend", backend])
+    try:
+        endpoint = bound_endpoint(rep)
+        req = cat("REQ", "--qos", "2", "-c", endpoint, "--dead-letter-timeout", "0.5",
+                  "-t", "30", "--backend", backend, stdin="ping\n")  # fmt: skip
+        assert rep.finish() == 0, rep.err
+    finally:
+        rep.kill()
+    assert rep.out == ["ping"]
+    assert req.returncode == 1, req.stderr
+    assert "zmtp cat: dead letter (peer_timeout, peer " in req.stderr, req.stderr
+    assert req.stderr.rstrip().endswith("): ping"), req.stderr

@@ -398,8 +398,9 @@ class Cat:
 
         try:
             self.show(await self.recv(sock))
-        except DeadLetterError as exc:
-            self.report(exc.letter)
+        except DeadLetterError as exc:  # its parts hold REQ's envelope: show the request
+            letter = exc.letter
+            self.report(DeadLetter(self.last, letter.reason, letter.peer, letter.error))
         except NackError as exc:
             self.report(DeadLetter(self.last, "nack", "", exc))
 
