@@ -467,3 +467,19 @@ def test_qos_2_req_whose_rep_goes_away_reports_the_dead_letter(backend: str) -> 
     assert req.returncode == 1, req.stderr
     assert "zmtp cat: dead letter (peer_timeout, peer " in req.stderr, req.stderr
     assert req.stderr.rstrip().endswith("): ping"), req.stderr
+
+
+def test_qos_long_stream_keeps_only_pending_receipts() -> None:
+    """More lines than the sender keeps receipts for (2 x KEEP_RECEIPTS): settled ones are
+    dropped along the way and every line still arrives, once, in order."""
+    count = 2500
+    pull = Tool(["cat", "PULL", "--qos", "2", "-b", "tcp://127.0.0.1:*", "-n", str(count)])
+    try:
+        endpoint = bound_endpoint(pull)
+        lines = "".join(f"{n}\n" for n in range(count))
+        push = cat("PUSH", "--qos", "2", "-c", endpoint, "-t", "60", stdin=lines)
+        assert push.returncode == 0, push.stderr
+        assert pull.finish() == 0, pull.err
+    finally:
+        pull.kill()
+    assert pull.out == [str(n) for n in range(count)]
