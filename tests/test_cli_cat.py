@@ -305,3 +305,181 @@ def test_errors_and_help() -> None:
         "--backend", "Exit status",
     ):  # fmt: skip
         assert option in proc.stdout, option
+
+
+# ---------------------------------------------------------------------------- --qos
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("level", [1, 3])
+def test_qos_push_to_pull_delivers_every_line(backend: str, level: int) -> None:
+    """Two ``zmtp cat`` processes at the same level: every line arrives, the sender exits 0
+    once every receipt is Delivered (level 3: after the receiver completed each message)."""
+    pull = Tool(
+        [
+            "cat",
+            "PULL",
+            "--qos",
+            str(level),
+            "-b",
+            "tcp://127.0.0.1:*",
+            "-n",
+            "3",
+            "--backend",
+            backend,
+        ]
+    )
+    try:
+        endpoint = bound_endpoint(pull)
+        push = cat(
+            "PUSH",
+            "--qos",
+            str(level),
+            "-c",
+            endpoint,
+            "-t",
+            "30",
+            "--backend",
+            backend,
+            stdin="one\ntwo\nthree\n",
+        )
+        assert push.returncode == 0, push.stderr
+        assert "dead letter" not in push.stderr
+        assert pull.finish() == 0, pull.err
+    finally:
+        pull.kill()
+    assert pull.out == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_qos_2_sender_nobody_connects_reports_dead_letters(backend: str) -> None:
+    """Level 2, no peer ever: at the linger deadline both messages are dead letters
+    (socket_closed), printed on stderr in the output format, and the status is 1."""
+    proc = cat(
+        "PUSH",
+        "--qos",
+        "2",
+        "-c",
+        "tcp://127.0.0.1:1",
+        "--dead-letter-timeout",
+        "0.2",
+        "--linger",
+        "0.5",
+        "-f",
+        "quoted",
+        "--backend",
+        backend,
+        stdin='"x" "y"\n"z"\n',
+    )
+    assert proc.returncode == 1, proc.stderr
+    letters = [line for line in proc.stderr.splitlines() if "dead letter" in line]
+    assert letters == [
+        'zmtp cat: dead letter (socket_closed, peer -): "x" "y"',
+        'zmtp cat: dead letter (socket_closed, peer -): "z"',
+    ], proc.stderr
+    assert "Traceback" not in proc.stderr and "WARNING" not in proc.stderr.upper()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_qos_1_against_a_plain_pyzmq_pull_is_refused(context: object, backend: str) -> None:
+    """A plain PULL announces no QoS: the handshake is refused (level mismatch), which is
+    reported without -v, once; nothing is delivered and --timeout ends it with 2."""
+    pull = socket(context, zmq.PULL)
+    endpoint = bind(pull)
+    proc = cat(
+        "PUSH",
+        "--qos",
+        "1",
+        "-c",
+        endpoint,
+        "-t",
+        "1.5",
+        "--linger",
+        "0.2",
+        "-d",
+        "hi",
+        "--backend",
+        backend,
+    )
+    assert proc.returncode == 2, proc.stderr
+    refusals = [line for line in proc.stderr.splitlines() if "QoS mismatch" in line]
+    assert len(refusals) == 1 and "local=1 peer=0" in refusals[0], proc.stderr
+    assert "timed out after 1.5s: 1 of 1 messages not acknowledged" in proc.stderr
+    assert pull.poll(0) == 0  # type: ignore[attr-defined]
+
+
+def test_qos_errors() -> None:
+    for kind in ("PUB", "DEALER"):
+        proc = cat(kind, "--qos", "1", "-c", "tcp://127.0.0.1:1", "-d", "x")
+        assert proc.returncode == 1, proc.stderr
+        assert f"not {kind}" in proc.stderr or f"{kind} cannot have QoS 1" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = cat("PUSH", "--qos", "4", "-c", "tcp://127.0.0.1:1", "-d", "x")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+    proc = cat("PUSH", "--dead-letter-timeout", "1", "-c", "tcp://127.0.0.1:1", "-d", "x")
+    assert proc.returncode == 1 and "needs --qos 2 or 3" in proc.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_qos_3_req_rep_round_trip(backend: str) -> None:
+    rep = Tool(
+        [
+            "cat",
+            "REP",
+            "--qos",
+            "3",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--echo",
+            "-n",
+            "2",
+            "--backend",
+            backend,
+        ]
+    )
+    try:
+        endpoint = bound_endpoint(rep)
+        req = cat(
+            "REQ", "--qos", "3", "-c", endpoint, "-t", "30", "--backend", backend, stdin="a\nb\n"
+        )
+        assert req.returncode == 0, req.stderr
+        assert req.stdout.splitlines() == ["a", "b"]
+        assert rep.finish() == 0, rep.err
+    finally:
+        rep.kill()
+    assert rep.out == ["a", "b"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_qos_2_req_whose_rep_goes_away_reports_the_dead_letter(backend: str) -> None:
+    """The REP prints the request and exits without answering (its input is empty): the
+    request stays pinned to that REP's anchor, is dead-lettered after --dead-letter-timeout,
+    and the REQ reports it and exits 1."""
+    rep = Tool(["cat", "REP", "--qos", "2", "-b", "tcp://127.0.0.1:*", "--backend", backend])
+    try:
+        endpoint = bound_endpoint(rep)
+        req = cat("REQ", "--qos", "2", "-c", endpoint, "--dead-letter-timeout", "0.5",
+                  "-t", "30", "--backend", backend, stdin="ping\n")  # fmt: skip
+        assert rep.finish() == 0, rep.err
+    finally:
+        rep.kill()
+    assert rep.out == ["ping"]
+    assert req.returncode == 1, req.stderr
+    assert "zmtp cat: dead letter (peer_timeout, peer " in req.stderr, req.stderr
+    assert req.stderr.rstrip().endswith("): ping"), req.stderr
+
+
+def test_qos_long_stream_keeps_only_pending_receipts() -> None:
+    """More lines than the sender keeps receipts for (2 x KEEP_RECEIPTS): settled ones are
+    dropped along the way and every line still arrives, once, in order."""
+    count = 2500
+    pull = Tool(["cat", "PULL", "--qos", "2", "-b", "tcp://127.0.0.1:*", "-n", str(count)])
+    try:
+        endpoint = bound_endpoint(pull)
+        lines = "".join(f"{n}\n" for n in range(count))
+        push = cat("PUSH", "--qos", "2", "-c", endpoint, "-t", "60", stdin=lines)
+        assert push.returncode == 0, push.stderr
+        assert pull.finish() == 0, pull.err
+    finally:
+        pull.kill()
+    assert pull.out == [str(n) for n in range(count)]
