@@ -10,10 +10,7 @@ level, under ``if TYPE_CHECKING:`` or inside a function alike; relative imports 
    ``zmtp.crypto`` and ``zmtp.base_errors``; ``zmtp.crypto.*`` nothing but ``zmtp.crypto`` and
    ``zmtp.base_errors``; neither imports anyio, trio or sniffio. ``zmtp.base_errors`` (the root
    of the exception hierarchy) imports nothing of zmtp at all.
-3. No ``zmtp`` module imports ``zmtp_qos`` (QoS builds on zmtp, never the reverse), except
-   the command line ``zmtp.cli.*``, and there only inside a function: the CLI is an application
-   on top of both libraries (``zmtp cat --qos``), not a layer of either, and importing
-   ``zmtp_qos`` only when asked keeps every other command, and ``--qos 0``, free of it.
+3. No ``zmtp`` module imports ``zmtp_qos`` (QoS builds on zmtp, never the reverse).
 4. No module uses another module's or class's underscore names:
 
    a. ``from X import _name`` where X is a module of ours;
@@ -91,17 +88,6 @@ def imported(module: Module) -> Iterator[tuple[int, str, list[str]]]:
                     yield node.lineno, f"{target}.{name}", []
 
 
-def lines_inside_functions(tree: ast.AST) -> set[int]:
-    """The lines of the import statements nested in a function or method."""
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for inner in ast.walk(node):
-                if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                    lines.add(inner.lineno)
-    return lines
-
-
 def is_under(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
@@ -130,10 +116,7 @@ def import_violations(module: Module) -> list[str]:
             elif ours(target) and not any(is_under(target, ok) for ok in allowed):
                 found.append(f"{where}:{line}: {module.name} imports a layer above: {target}")
         if is_under(module.name, "zmtp") and is_under(target, "zmtp_qos"):
-            if not is_under(module.name, "zmtp.cli"):
-                found.append(f"{where}:{line}: zmtp imports {target}")
-            elif line not in lines_inside_functions(module.tree):
-                found.append(f"{where}:{line}: zmtp.cli imports {target} outside a function")
+            found.append(f"{where}:{line}: zmtp imports {target}")
         if ours(target) and target != module.name:
             for name in names:
                 if name.startswith("_") and not name.startswith("__"):
@@ -243,12 +226,6 @@ def test_the_checker_allows_a_modules_own_private_names(source: str) -> None:
         ("zmtp.protocol.frames", "from ..engine.pipe import Pipe\n"),
         ("zmtp.crypto.box", "from ..protocol import frames\n"),
         ("zmtp.socket", "from zmtp_qos import x\n"),
-        ("zmtp.socket", "def f():\n    import zmtp_qos\n"),
-        ("zmtp.cli.cat", "import zmtp_qos\n"),
-        (
-            "zmtp.cli.cat",
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import zmtp_qos\n",
-        ),
         ("zmtp.auth.zap", "from ..engine.inproc import _bound\n"),
     ],
 )
@@ -262,7 +239,6 @@ def test_the_checker_catches_layer_violations(name: str, source: str) -> None:
         ("zmtp.protocol.curve", "from ..crypto import box\nfrom . import frames\n"),
         ("zmtp.engine.stream", "from .contract import ConnectionHost\n"),
         ("zmtp.socket", "from .engine.core import SocketCore\n"),
-        ("zmtp.cli.cat", "def run():\n    import zmtp_qos\n"),
     ],
 )
 def test_the_checker_allows_imports_down_the_layers(name: str, source: str) -> None:

@@ -16,14 +16,8 @@ format of :mod:`zmtp.cli.formats`. What it does follows the type:
 It stops after ``--count`` messages (received, or sent for send-only types), when the input ends
 (for types that only send or ask), on ``--timeout`` (exit 2) or on Ctrl-C (exit 0).
 
-``--qos LEVEL`` (1-3, per-hop delivery guarantees from ``zmtp_qos``, docs/qos.md; PUSH, PULL,
-SCATTER, GATHER, REQ and REP only): a sender waits for every receipt before it exits (up to
-``--timeout``, else ``--linger``), prints each dead letter on stderr (reason, peer, the parts in
-the output format) and exits 1 if there was any; a REQ reports a dead-lettered or NACKed request
-the same way and goes on with the next one; a level-3 PULL/GATHER completes each message once it
-is written to stdout (a level-3 REP answers with its reply). A peer refused for QoS (a level
-mismatch) is reported on stderr even without ``-v``. ``zmtp_qos`` is imported only when
-``--qos`` is given (the CLI is the one part of ``zmtp`` allowed to: CONTRIBUTING.md).
+``--qos LEVEL`` (per-hop delivery guarantees from ``zmtp_qos``) is not here yet: it is added
+where :func:`add_arguments` marks it once ``zmtp_qos`` exists.
 """
 
 from __future__ import annotations
@@ -45,8 +39,6 @@ HELP = "a socket of any type on the command line: stdin to messages, messages to
 OK, ERROR, TIMED_OUT = 0, 1, 2
 SEND_ONLY = frozenset({"PUSH", "PUB", "RADIO", "SCATTER"})
 RECEIVE_ONLY = frozenset({"PULL", "SUB", "DISH", "GATHER"})
-#: A QoS sender forgets settled receipts once it holds twice this many.
-KEEP_RECEIPTS = 1024
 
 
 class CatError(Exception):
@@ -127,22 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SUB/XSUB: subscribe to TOPIC (repeatable; SUB default: everything)",
     )
     data.add_argument("--join", action="append", metavar="GROUP", help="DISH: join GROUP")
-    qos = parser.add_argument_group("delivery guarantees (zmtp_qos, docs/qos.md)")
-    qos.add_argument(
-        "--qos",
-        type=int,
-        choices=(0, 1, 2, 3),
-        default=0,
-        metavar="LEVEL",
-        help="QoS level 0-3 (PUSH, PULL, SCATTER, GATHER, REQ, REP); a sender prints dead "
-        "letters on stderr and exits 1 if there were any (default: 0, plain ZMTP)",
-    )
-    qos.add_argument(
-        "--dead-letter-timeout",
-        type=_seconds,
-        metavar="SECS",
-        help="level >= 2: dead-letter a message whose peer is away this long (default: 60)",
-    )
+    # --qos LEVEL goes here once zmtp_qos exists (issue 10): a sender prints dead letters to
+    # stderr and exits non-zero if there were any; a level-3 receiver completes each message
+    # once it is written out.
 
     opts = parser.add_argument_group("socket options (libzmq's meaning; times in seconds)")
     opts.add_argument("--identity", metavar="ID", help="routing id announced to peers")
@@ -311,10 +290,6 @@ class Cat:
         self.sent = 0
         self.timed_out = False
         self.out = sys.stdout.buffer
-        self.receipts: list[Any] = []  # QoS >= 1 senders: one per message sent
-        self.handle: Any = None  # QoS 3 PULL/GATHER: the message being written out
-        self.dead_letters = 0
-        self.last: list[bytes] = []  # REQ: the request awaiting its reply
 
     # input
 
@@ -355,82 +330,14 @@ class Cat:
 
     async def send(self, sock: Any, message: list[bytes]) -> None:
         with anyio.fail_after(self.args.timeout) if self.args.timeout else _nothing():
-            receipt = await sock.send_multipart(message)
-        if receipt is not None:
-            receipt.observed = True  # reported here: zmtp_qos need not log it as a warning
-            self.receipts.append(receipt)
-            if len(self.receipts) >= 2 * KEEP_RECEIPTS:
-                self.outcomes(done_only=True)  # a long stream keeps only the pending ones
+            await sock.send_multipart(message)
         self.sent += 1
 
     async def recv(self, sock: Any) -> list[bytes]:
         with anyio.fail_after(self.args.timeout) if self.args.timeout else _nothing():
-            if self.args.qos == 3 and self.kind in ("PULL", "GATHER"):
-                self.handle = await sock.recv_handle()
-                message: list[bytes] = list(self.handle.parts)
-            elif self.args.qos == 3 and self.kind == "REP":
-                message = list((await sock.recv_handle()).parts)  # the reply answers it
-            else:
-                message = await sock.recv_multipart()
+            message: list[bytes] = await sock.recv_multipart()
         self.received += 1
         return message
-
-    def written(self) -> None:
-        """The message just received is on stdout: a level-3 handle is completed (COMP)."""
-        if self.handle is not None:
-            self.handle.complete()
-            self.handle = None
-
-    def report(self, letter: Any) -> None:
-        """A dead letter on stderr: its reason, peer, error and parts."""
-        self.dead_letters += 1
-        error = f", {letter.error}" if letter.error is not None else ""
-        parts = encode(letter.parts, self.out_format).decode(errors="replace").rstrip("\n")
-        print(
-            f"zmtp cat: dead letter ({letter.reason}, peer {letter.peer or '?'}{error}): {parts}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    async def ask(self, sock: Any) -> None:
-        """REQ at QoS >= 1: a request dead-lettered or NACKed is reported, not fatal."""
-        from zmtp_qos import DeadLetter, DeadLetterError, NackError
-
-        try:
-            self.show(await self.recv(sock))
-        except DeadLetterError as exc:  # its parts hold REQ's envelope: show the request
-            letter = exc.letter
-            self.report(DeadLetter(self.last, letter.reason, letter.peer, letter.error))
-        except NackError as exc:
-            self.report(DeadLetter(self.last, "nack", "", exc))
-
-    async def settle(self) -> int:
-        """A QoS sender, its input sent, with --timeout: wait that long for every receipt.
-        (Without it the socket's close waits, within --linger, and dead-letters the rest.)"""
-        with anyio.move_on_after(self.args.timeout):
-            for receipt in self.receipts:
-                await receipt
-        pending = sum(1 for receipt in self.receipts if not receipt.done)
-        if pending:
-            print(
-                f"zmtp cat: timed out after {self.args.timeout:g}s: {pending} of "
-                f"{self.sent} messages not acknowledged",
-                file=sys.stderr,
-            )
-            return TIMED_OUT
-        return OK
-
-    def outcomes(self, done_only: bool = False) -> None:
-        """Report the dead letters among the settled receipts and forget those."""
-        from zmtp_qos import DeadLetter
-
-        kept = []
-        for receipt in self.receipts:
-            if not receipt.done and done_only:
-                kept.append(receipt)
-            elif isinstance(receipt.outcome, DeadLetter):
-                self.report(receipt.outcome)
-        self.receipts = kept
 
     def enough(self, done: int) -> bool:
         return self.count is not None and done >= self.count
@@ -445,11 +352,8 @@ class Cat:
             if not first and self.args.interval:
                 await anyio.sleep(self.args.interval)
             first = False
-            self.last = message
             await self.send(sock, message)
-            if self.kind == "REQ" and self.args.qos:
-                await self.ask(sock)
-            elif self.kind == "REQ":
+            if self.kind == "REQ":
                 self.show(await self.recv(sock))
                 if self.enough(self.received):
                     return
@@ -459,7 +363,6 @@ class Cat:
         while not self.enough(self.received):
             message = await self.recv(sock)
             self.show(message)
-            self.written()
             if self.args.echo:
                 await self.send(sock, message)
             elif replies is not None:
@@ -468,42 +371,19 @@ class Cat:
                 except StopAsyncIteration:
                     return
 
-    def make_socket(self, options: dict[str, Any]) -> Any:
-        """A :class:`zmtp.Socket`, or a ``zmtp_qos.Socket`` with ``--qos``."""
-        args = self.args
-        if not args.qos:
-            if args.dead_letter_timeout is not None:
-                raise CatError("--dead-letter-timeout needs --qos 2 or 3")
-            from ..socket import Socket
-
-            try:
-                return Socket(self.kind, **options)
-            except (ValueError, TypeError) as exc:
-                raise CatError(f"bad socket option: {exc}") from None
-        import zmtp_qos  # only here: see the module's docstring
-
-        try:
-            config = zmtp_qos.QoSConfig()
-            if args.dead_letter_timeout is not None:
-                config = zmtp_qos.QoSConfig(dead_letter_timeout=args.dead_letter_timeout)
-        except ValueError as exc:
-            raise CatError(f"--dead-letter-timeout: {exc}") from None
-        try:
-            return zmtp_qos.Socket(self.kind, qos=args.qos, config=config, **options)
-        except ValueError as exc:  # a type without QoS: zmtp_qos says which ones have it
-            raise CatError(str(exc)) from None
-        except TypeError as exc:
-            raise CatError(f"bad socket option: {exc}") from None
-
     async def run(self) -> int:
+        from ..socket import Socket
+
         args = self.args
         options = socket_options(args)
         auth = authenticator(args)
-        socket = self.make_socket(options)
+        try:
+            socket = Socket(self.kind, **options)
+        except (ValueError, TypeError) as exc:
+            raise CatError(f"bad socket option: {exc}") from None
         async with socket as sock:
-            raw = getattr(sock, "raw", sock)  # a QoS socket wraps a zmtp.Socket
             if auth is not None:
-                raw.authenticator = auth
+                sock.authenticator = auth
             if self.kind in ("SUB", "XSUB"):
                 topics = args.subscribe if args.subscribe else ([""] if self.kind == "SUB" else [])
                 for topic in topics:
@@ -513,7 +393,7 @@ class Cat:
                         await sock.send_multipart([b"\x01" + topic.encode()])
             for group in args.join or []:
                 sock.join(group.encode())
-            monitor = sock.monitor() if args.verbose or args.qos else None
+            monitor = sock.monitor() if args.verbose else None
             try:
                 for endpoint in args.bind:
                     bound = await sock.bind(endpoint)
@@ -525,15 +405,11 @@ class Cat:
             try:
                 async with anyio.create_task_group() as tg:
                     if monitor is not None:
-                        tg.start_soon(_print_events, monitor, not args.verbose)
+                        tg.start_soon(_print_events, monitor)
                     status = await self.exchange(sock)
                     tg.cancel_scope.cancel()
             except Exception as exc:  # a CatError from a task arrives in an exception group
                 raise leaf_exception(exc) from None
-        # closed: within --linger every receipt resolved (what was left: socket_closed)
-        self.outcomes()
-        if status == OK and self.dead_letters:
-            status = ERROR
         return status
 
     async def exchange(self, sock: Any) -> int:
@@ -541,8 +417,6 @@ class Cat:
         try:
             if kind in SEND_ONLY or kind == "REQ":
                 await self.sending(sock)
-                if self.receipts and self.args.timeout:
-                    return await self.settle()
             elif kind in RECEIVE_ONLY or kind == "REP" or self.args.echo:
                 await self.receiving(sock)
             else:
@@ -568,17 +442,8 @@ class _nothing:
         return None
 
 
-async def _print_events(monitor: Any, refusals_only: bool = False) -> None:
-    """Monitor events on stderr: all of them (-v), or only refused handshakes (--qos: a
-    level mismatch would otherwise go unseen)."""
-    from ..monitor import HandshakeFailed
-
-    seen: set[tuple[str, str]] = set()
+async def _print_events(monitor: Any) -> None:
     async for event in monitor:
-        if refusals_only:
-            if not isinstance(event, HandshakeFailed) or (event.endpoint, event.reason) in seen:
-                continue  # each refusal once: the dialer retries it on every reconnect
-            seen.add((event.endpoint, event.reason))
         print(f"zmtp cat: {event}", file=sys.stderr, flush=True)
 
 
