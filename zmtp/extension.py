@@ -13,8 +13,10 @@ attribute against None. The hooks (docs/extensions.md lists them too):
 4. Routing hooks: :meth:`before_send` (a message is about to be written to a peer, wire parts
    available), :meth:`on_receive` (a message arrived; return False to consume it),
    :meth:`pipe_connected` / :meth:`pipe_disconnected` / :meth:`pipe_removed`, :meth:`can_send`
-   (send-slot gating; call ``socket.wake_senders()`` when a gate opens), and :meth:`linger`
-   (``close()`` waits on it within the socket's linger time).
+   (send-slot gating; call ``socket.wake_senders()`` when a gate opens), :meth:`can_receive`
+   (read gating: a tcp/ipc connection reads no more input while it is False; call
+   ``socket.wake_readers()`` when it opens), and :meth:`linger` (``close()`` waits on it
+   within the socket's linger time).
 5. Sending a command on a connection: ``pipe.send_command(name, data)``.
 """
 
@@ -59,6 +61,18 @@ class SocketExtension:
 
     def can_send(self, pipe: Pipe) -> bool:
         """Whether the socket may route a new message to ``pipe`` now (send-slot gating)."""
+        return True
+
+    def can_receive(self, pipe: Pipe) -> bool:
+        """Whether the tcp/ipc connection behind ``pipe`` may read more input now.
+
+        Receive-side back-pressure for an extension that consumes messages itself (so the
+        inbox's HWM never stops the reader): while False, the connection reads nothing (the
+        peer's messages wait in its queues and the kernel's buffers, as when ``recv_hwm`` is
+        reached) but stays up, and what we send (commands included) still goes out. Asked
+        before each read after the handshake; call ``socket.wake_readers()`` when it turns
+        True. inproc and udp deliver without a reader and never ask.
+        """
         return True
 
     async def linger(self) -> None:

@@ -245,6 +245,11 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         """Re-try blocked sends (an extension calls this when its send gate opens)."""
         self._core.wake_senders()
 
+    def wake_readers(self) -> None:
+        """Let connections read again (an extension calls this when its ``can_receive``
+        gate opens)."""
+        self._core.wake_readers()
+
     @property
     def peers(self) -> list[PeerInfo]:
         """Every peer with a live connection."""

@@ -122,6 +122,12 @@ class QoSRuntime(SocketExtension):
         #: Where QoS monitor events go (the socket's ``engine.emit``); None: nowhere.
         self.emit: Callable[[MonitorEvent], None] | None = None
         self.live: list[Pipe] = []  #: connected pipes, in connection order
+        #: Receiver: whether the connections may read more input (the socket's handle-queue
+        #: limit, :meth:`zmtp_qos.Socket.set_receive_limit`); None: always.
+        self.receive_gate: Callable[[], bool] | None = None
+        #: Level 2/3 receiver: called after a CLR removed a digest (a graceful stop waits for
+        #: its COMPs to be confirmed, :meth:`zmtp_qos.Socket.wait_confirmed`).
+        self.on_clear: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ counters
 
@@ -234,6 +240,10 @@ class QoSRuntime(SocketExtension):
         if entry is not None and entry.parts is message and not entry.receipt.done:
             self._settled(entry)
 
+    def can_receive(self, pipe: Pipe) -> bool:
+        gate = self.receive_gate
+        return gate is None or gate()
+
     def before_send(self, pipe: Pipe, message: Message) -> None:
         state: PeerState | None = pipe.extension_state
         if state is None:
@@ -254,6 +264,8 @@ class QoSRuntime(SocketExtension):
             ref = commands.parse_digest(data)
             if ref is not None and state.anchor is not None:
                 self.dedup.remove(state.anchor, ref.digest)
+                if self.on_clear is not None:
+                    self.on_clear()
             return
         if name in (commands.ACK, commands.COMP):
             if (name == commands.ACK) != (self.level < 3):

@@ -138,6 +138,7 @@ class Socket:
         self._letter_readers = 0
         self._handles: deque[Handle] = deque()
         self._handles_wakeup: anyio.Event | None = None
+        self._receive_limit: int | None = None
         self.runtime: QoSRuntime | None = None
         self._reqrep: ReqRepRuntime | None = None
         self._reply_handle: ReplyHandle | None = None
@@ -283,7 +284,11 @@ class Socket:
         while not self._handles:
             self._handles_wakeup = anyio.Event()
             await self._handles_wakeup.wait()
-        return self._handles.popleft()
+        taken = self._handles.popleft()
+        limit = self._receive_limit
+        if limit is not None and len(self._handles) < limit:
+            self.raw.wake_readers()  # cheap when no reader waits
+        return taken
 
     def _deliver_handle(self, pipe: Pipe, message: Message, digest: bytes) -> bool:
         runtime = self.runtime
@@ -307,6 +312,64 @@ class Socket:
         if self._handles_wakeup is not None:
             self._handles_wakeup.set()
         return True
+
+    # ------------------------------------------------------------------ receiver flow control
+
+    @property
+    def pending_handles(self) -> int:
+        """Level 3: messages received and waiting to be taken by :meth:`recv_handle`."""
+        return len(self._handles)
+
+    def set_receive_limit(self, limit: int | None) -> None:
+        """Level-3 PULL/GATHER: stop reading from the connections while ``limit`` received
+        messages wait to be taken by :meth:`recv_handle`, and read again below it.
+
+        Level 3 hands messages to the application as handles instead of the inbox, so the
+        inbox's ``recv_hwm`` never stops a reader; this is that back-pressure for the handle
+        queue (``zmtp_qos.Worker`` sets it to its prefetch, docs/worker.md). The peers'
+        further messages wait in their queues and the kernel's buffers; the connections stay
+        up and verdicts still go out. Checked between reads (tcp/ipc), so one read may queue
+        a few more; beyond ``recv_hwm`` waiting handles a message is still answered NACK
+        0x84. inproc has no reader to pause: there only ``recv_hwm`` applies. None: no limit.
+        """
+        if self.runtime is None or self.level != 3 or self.raw.socket_type not in RECEIVING_TYPES:
+            raise zmtp.UnsupportedOperation("set_receive_limit is for level-3 PULL and GATHER")
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"the receive limit must be a positive int or None, not {limit!r}")
+        self._receive_limit = limit
+        handles = self._handles
+        self.runtime.receive_gate = None if limit is None else (lambda: len(handles) < limit)
+        self.raw.wake_readers()
+
+    async def wait_written(self) -> None:
+        """Wait until everything queued on the live connections so far (messages, and the
+        QoS commands: ACK, COMP, NACK, CLR) has been handed to the operating system, or its
+        connection ended. A level-3 receiver's verdicts are then on their way."""
+        await self.raw.engine.wait_written()
+
+    def unconfirmed(self) -> int:
+        """Level 2-3 receiver: messages answered ACK/COMP to a sender still connected whose
+        CLR (the sender's confirmation that it settled them) has not arrived yet."""
+        runtime = self.runtime
+        if runtime is None or self.level < 2:
+            return 0
+        anchors = {getattr(p.extension_state, "anchor", None) for p in runtime.live}
+        return sum(runtime.dedup.size(a) for a in anchors if a is not None)
+
+    async def wait_confirmed(self) -> None:
+        """Wait until :meth:`unconfirmed` is 0: every sender still connected has settled what
+        we acknowledged (its receipts resolved). Bound it with a timeout: a lost CLR leaves a
+        digest behind until ``dedup_ttl``. A graceful ``Worker.stop()`` uses it so that its
+        last COMPs have reached the producer before it closes."""
+        runtime = self.runtime
+        while runtime is not None and self.unconfirmed():
+            cleared = anyio.Event()
+            runtime.on_clear = cleared.set
+            try:
+                with anyio.move_on_after(0.05):  # a disconnect ends it too: look again
+                    await cleared.wait()
+            finally:
+                runtime.on_clear = None
 
     # ------------------------------------------------------------------ dead letters
 

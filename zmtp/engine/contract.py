@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import anyio
+
     from ..auth.authenticator import AuthHandler
     from ..extension import SocketExtension
     from ..monitor import MonitorEvent, PeerInfo
@@ -50,6 +52,11 @@ class ConnectionHost(Protocol):
     def receivers_waiting(self) -> bool:
         """Whether a task is blocked in ``recv`` right now (a reader then yields once after
         delivering, so that the woken task answers first; see stream.py)."""
+        ...
+
+    def read_wakeup(self) -> anyio.Event:
+        """The event a reader waits on while the extension's ``can_receive`` is False (set
+        by ``wake_readers``)."""
         ...
 
     # -- handshake

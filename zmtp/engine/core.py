@@ -80,6 +80,8 @@ class SocketCore:
         self._send_wakeup: anyio.Event | None = None
         self._recv_wakeup: anyio.Event | None = None
         self._flush_wakeup: anyio.Event | None = None
+        self._written_wakeup: anyio.Event | None = None
+        self._read_wakeup: anyio.Event | None = None
         self._running = 0
         self._idle: anyio.Event | None = None
         #: While a close lingers: its deadline's scope (a second close may shorten it).
@@ -274,17 +276,63 @@ class SocketCore:
         if wakeup is not None:
             self._flush_wakeup = None
             wakeup.set()
+        wakeup = self._written_wakeup
+        if wakeup is not None:
+            self._written_wakeup = None
+            wakeup.set()
+
+    def read_wakeup(self) -> anyio.Event:
+        """The event a reader stopped by the extension's ``can_receive`` waits on."""
+        wakeup = self._read_wakeup
+        if wakeup is None:
+            wakeup = self._read_wakeup = anyio.Event()
+        return wakeup
+
+    def wake_readers(self) -> None:
+        """The extension's ``can_receive`` may have turned True: readers ask it again."""
+        wakeup = self._read_wakeup
+        if wakeup is not None:
+            self._read_wakeup = None
+            wakeup.set()
+
+    def unwritten(self) -> bool:
+        """Whether a live connection still has something to write: queued messages, a batch
+        being written, or commands (an extension's acknowledgements) not yet handed to the
+        operating system. inproc hands everything over at once and never counts."""
+        for pipe in self.pipes:
+            if not pipe.connected or pipe.endpoint.startswith("inproc://"):
+                continue
+            if pipe.outbox.items or pipe.flushing:
+                return True
+            stream = pipe.stream
+            if stream is not None and stream.unwritten:
+                return True
+        return False
+
+    async def wait_written(self) -> None:
+        """Wait until :meth:`unwritten` is False: everything queued on the live connections
+        so far, messages and commands, has been handed to the operating system (or its
+        connection ended). For a layer that must know its last words left before it closes
+        (``zmtp_qos.Worker``: the verdicts of a graceful stop)."""
+        while self.unwritten():
+            wakeup = self._written_wakeup
+            if wakeup is None:
+                wakeup = self._written_wakeup = anyio.Event()
+            await wakeup.wait()
 
     # ------------------------------------------------------------------ lent reads
 
     def lender(self) -> StreamConnection | None:
         """The connection whose read side ``recv`` may borrow: the socket's only peer, over
-        tcp/ipc, with its reader idle. With several peers a message may come from any of them,
-        and a task can wait on one socket only, so their readers deliver as usual."""
+        tcp/ipc, with its reader idle (and the extension's read gate open). With several
+        peers a message may come from any of them, and a task can wait on one socket only,
+        so their readers deliver as usual."""
         pipes = self.pipes
         if len(pipes) != 1:
             return None
         for pipe in pipes:
+            if self.extension is not None and not self.extension.can_receive(pipe):
+                return None
             stream = pipe.stream
             if stream is not None and stream.lendable:
                 return stream

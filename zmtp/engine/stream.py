@@ -150,6 +150,9 @@ class StreamConnection:
         #: A post-handshake write was cancelled part-way: the stream may end inside a frame,
         #: so _shutdown must not write anything after it.
         self._write_torn = False
+        #: The writer is inside a send (handshaken): bytes have left our buffers but not yet
+        #: reached the operating system (see :attr:`unwritten`).
+        self._writing = False
         #: Lent reads (see the module docstring): whether the connection may lend its read
         #: side (handshaken, not ending), whether the reader task is inside ``receive``,
         #: whether the application holds the read side, and the parked reader's wakeup.
@@ -238,6 +241,11 @@ class StreamConnection:
             if pipe is not None and pipe.inbox.full:
                 await self._wait_inbox_space(pipe)
                 continue
+            ext = socket.extension
+            if ext is not None and self.handshaken and pipe is not None:
+                if not ext.can_receive(pipe):
+                    await self._wait_read_gate(pipe)
+                    continue
             self._reader_receiving = True
             try:
                 data = await receive(read_size)
@@ -288,6 +296,12 @@ class StreamConnection:
             deadline = self.conn.next_deadline()
             if deadline is not None and deadline < timer.deadline:
                 timer.deadline = deadline
+
+    @property
+    def unwritten(self) -> bool:
+        """Whether anything this connection was given (messages or commands, an eager
+        write's tail) has not been handed to the operating system yet."""
+        return bool(self._backlog) or self.conn.has_output or self._writing
 
     # ------------------------------------------------------------------ lent reads
 
@@ -344,6 +358,12 @@ class StreamConnection:
         while pipe.inbox.full:
             self._reader_wakeup = anyio.Event()
             await self._reader_wakeup.wait()
+
+    async def _wait_read_gate(self, pipe: Pipe) -> None:
+        """Back-pressure from the extension (``can_receive``): stop reading until it opens."""
+        ext = self.socket.extension
+        while ext is not None and not ext.can_receive(pipe):
+            await self.socket.read_wakeup().wait()
 
     def _wake_reader(self) -> None:
         wakeup = self._reader_wakeup
@@ -529,12 +549,14 @@ class StreamConnection:
                         # close must wait for this write too, not only for an empty outbox.
                         assert pipe is not None
                         pipe.flushing = True
+                    self._writing = True
                     try:
                         await send(data)
                     except BaseException:
                         self._write_torn = True  # it may have stopped inside a frame
                         raise
                     finally:
+                        self._writing = False
                         if flushing:
                             assert pipe is not None
                             pipe.flushing = False
