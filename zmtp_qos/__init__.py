@@ -18,6 +18,7 @@ from .codes import (
 from .config import QoSConfig
 from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
 from .socket import Handle, ReplyHandle, Socket, VerdictError
+from .worker import Worker, WorkerStats
 
 __all__ = [
     "BadInput",
@@ -36,4 +37,6 @@ __all__ = [
     "ReplyHandle",
     "Socket",
     "VerdictError",
+    "Worker",
+    "WorkerStats",
 ]

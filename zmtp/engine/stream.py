@@ -242,10 +242,14 @@ class StreamConnection:
                 await self._wait_inbox_space(pipe)
                 continue
             ext = socket.extension
-            if ext is not None and self.handshaken and pipe is not None:
-                if not ext.can_receive(pipe):
-                    await self._wait_read_gate(pipe)
-                    continue
+            if (
+                ext is not None
+                and self.handshaken
+                and pipe is not None
+                and not ext.can_receive(pipe)
+            ):
+                await self._wait_read_gate(pipe)
+                continue
             self._reader_receiving = True
             try:
                 data = await receive(read_size)
