@@ -169,6 +169,7 @@ class Worker:
         self._stop_requested = False
         self._kill_requested = False
         self._killed = False
+        self._stopping = False
         self._wake: socket.socket | None = None
         self._seq = 0
 
@@ -189,7 +190,13 @@ class Worker:
 
     @property
     def running(self) -> bool:
+        """A run is in progress (from the start of :meth:`run` until it returns)."""
         return self._running
+
+    @property
+    def stopping(self) -> bool:
+        """The current run acted on :meth:`stop`: it takes no new job and is draining."""
+        return self._stopping
 
     # ------------------------------------------------------------------ control
 
@@ -258,7 +265,7 @@ class Worker:
             reader.close()
             self.socket = None
             self._prefetched = self._in_flight = 0
-            self._stop_requested = self._kill_requested = False
+            self._stop_requested = self._kill_requested = self._stopping = False
             self._running = False
 
     async def _serve(self, sock: Socket, wake: socket.socket) -> None:
@@ -275,14 +282,13 @@ class Worker:
         self, wake: socket.socket, fetching: anyio.CancelScope, everything: anyio.CancelScope
     ) -> None:
         """Act on stop()/kill(): they poke ``wake`` (signal-safe), this runs in the loop."""
-        stopping = False
         while True:
             if self._kill_requested:
                 self._killed = True
                 everything.cancel()
                 return
-            if self._stop_requested and not stopping:
-                stopping = True
+            if self._stop_requested and not self._stopping:
+                self._stopping = True
                 log.info("stopping: no new jobs; %d job(s) taken to finish", self._prefetched)
                 fetching.cancel()
             await _wait_readable(wake)
