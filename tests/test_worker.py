@@ -411,3 +411,22 @@ def test_bad_arguments() -> None:
         Worker(handler, connect=["tcp://127.0.0.1:5555"], socket_type="PUSH")
     worker = Worker(handler, connect=["tcp://127.0.0.1:5555"], concurrency=5)
     assert (worker.threads, worker.prefetch) == (5, 10)
+
+
+async def test_gather_worker_for_a_scatter_producer() -> None:
+    done: list[bytes] = []
+
+    async def handler(parts: list[bytes]) -> None:
+        done.append(parts[0])
+
+    with anyio.fail_after(30):
+        async with zmtp_qos.Socket(zmtp.SCATTER, qos=3) as scatter:
+            ep = await scatter.bind("tcp://127.0.0.1:*")
+            worker = Worker(handler, connect=[ep], socket_type="gather", concurrency=2)
+            async with anyio.create_task_group() as tg:
+                await tg.start(worker.run)
+                receipts = await send_all(scatter, [b"a", b"b", b"c"])
+                outcomes = [await r for r in receipts]
+                worker.stop()
+    assert all(isinstance(o, Delivered) for o in outcomes)
+    assert sorted(done) == [b"a", b"b", b"c"]

@@ -118,6 +118,7 @@ async def test_sigterm_drains_exits_0_and_the_rest_runs_on_restart(anyio_backend
                 if name in started:
                     assert isinstance(receipt.outcome, Delivered)
             assert "concurrency=2" in err and "prefetch=2" in err and "stopping" in err
+            assert "status:" not in err  # stderr is not a terminal
             second = WorkerProcess(*args)
             try:
                 outcomes = [await r for r in receipts]
@@ -193,3 +194,53 @@ def test_bad_usage_exits_2(args: list[str], message: str) -> None:
     )
     assert result.returncode == 2
     assert message in result.stderr
+
+
+@pytest.mark.anyio
+async def test_status_line_only_on_a_terminal(anyio_backend: str) -> None:
+    """stderr a pseudo-terminal: the one-line status appears; a pipe (the tests above): not."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        with anyio.fail_after(DEADLINE):
+            async with zmtp_qos.Socket(zmtp.PUSH, qos=3) as push:
+                ep = await push.bind("tcp://127.0.0.1:*")
+                proc = subprocess.Popen(
+                    worker_command(
+                        "tests._worker_jobs:slow",
+                        "--connect",
+                        ep,
+                        "--status-interval",
+                        "0.2",
+                        "--backend",
+                        anyio_backend,
+                    ),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=slave,
+                    cwd=ROOT,
+                )
+                os.close(slave)
+                slave = -1
+                try:
+                    (receipt,) = await send_jobs(push, ["one"], 0)
+                    assert isinstance(await receipt, Delivered)
+                    seen = b""
+                    while b"status: done 1, failed 0, in flight 0" not in seen:
+                        chunk = await anyio.to_thread.run_sync(os.read, master, 4096)
+                        assert chunk, seen
+                        seen += chunk
+                    proc.send_signal(signal.SIGTERM)
+                    status = await anyio.to_thread.run_sync(lambda: proc.wait(DEADLINE))
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+        assert status == 0
+        assert b"jobs/s" in seen
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
