@@ -330,7 +330,9 @@ async def test_stop_from_a_signal_handler() -> None:
     assert not worker.running and worker.stats.completed == 1
 
 
-async def test_kill_in_flight_then_same_identity_redelivers() -> None:
+async def test_kill_in_flight_then_same_identity_redelivers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     runs: collections.Counter[bytes] = collections.Counter()
     hang = True
 
@@ -350,6 +352,7 @@ async def test_kill_in_flight_then_same_identity_redelivers() -> None:
                 await until(lambda: worker.stats.in_flight == 2)
                 worker.kill()  # from another task
             assert worker.socket is None and not any(r.done for r in receipts)
+            assert "killed: 2 job(s) in flight got no verdict" in caplog.text
             in_flight = [job for job in jobs if runs[job]]
             assert len(in_flight) == 2
             hang = False

@@ -170,6 +170,7 @@ class Worker:
         self._kill_requested = False
         self._killed = False
         self._stopping = False
+        self._abandoned = 0  #: taken without a verdict when the last kill came
         self._wake: socket.socket | None = None
         self._seq = 0
 
@@ -228,8 +229,9 @@ class Worker:
     async def run(self, *, task_status: TaskStatus[list[str]] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve jobs until :meth:`stop` or :meth:`kill`; may be called again afterwards.
 
-        ``await task_group.start(worker.run)`` returns once the socket is bound and
-        connected, with the endpoints it bound (resolved).
+        ``await task_group.start(worker.run)`` returns once the socket is bound and its
+        connects are started (connections are made in the background), with the endpoints
+        it bound (resolved).
         """
         if self._running:
             raise RuntimeError("this worker is already running")
@@ -255,7 +257,7 @@ class Worker:
             if self._killed:
                 log.warning(
                     "killed: %d job(s) in flight got no verdict; their producers redeliver them",
-                    self._prefetched,
+                    self._abandoned,
                 )
             else:
                 self._log_stopped()
@@ -285,6 +287,7 @@ class Worker:
         while True:
             if self._kill_requested:
                 self._killed = True
+                self._abandoned = self._prefetched
                 everything.cancel()
                 return
             if self._stop_requested and not self._stopping:
