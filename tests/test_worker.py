@@ -4,9 +4,11 @@ threads, prefetch, verdicts and NACK codes, processing timeout, middleware, stop
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import signal
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -270,7 +272,19 @@ async def test_middleware_wraps_in_order() -> None:
     assert calls == ["a>", "b>", "handler", "<b", "<a"]
 
 
-async def test_stop_with_jobs_in_flight_then_run_again() -> None:
+def _endpoint(transport: str) -> str:
+    if transport == "tcp":
+        return "tcp://127.0.0.1:*"
+    if transport == "ipc":
+        return f"ipc://{tempfile.gettempdir()}/zmtp-worker-{os.getpid()}-{next(_ids)}.sock"
+    return f"inproc://worker-{os.getpid()}-{next(_ids)}"
+
+
+_ids = itertools.count()
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc", "inproc"])
+async def test_stop_with_jobs_in_flight_then_run_again(transport: str) -> None:
     """stop(): every taken job completes and its COMP has reached the producer when run()
     returns; the jobs not taken stay with the producer (pinned to the worker's identity) and
     run when the same worker runs again. None is lost, none runs twice."""
@@ -283,7 +297,7 @@ async def test_stop_with_jobs_in_flight_then_run_again() -> None:
 
     with anyio.fail_after(30):
         async with zmtp_qos.Socket(zmtp.PUSH, qos=3) as push:
-            ep = await push.bind("tcp://127.0.0.1:*")
+            ep = await push.bind(_endpoint(transport))
             worker = Worker(handler, connect=[ep], concurrency=3, prefetch=5)
             jobs = [b"job-%d" % i for i in range(12)]
             async with anyio.create_task_group() as tg:
