@@ -16,6 +16,7 @@ from .codes import (
     Rejected,
 )
 from .config import QoSConfig
+from .producer import JobReceipt, Producer, ProducerStats, ResubmitPolicy
 from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
 from .socket import Handle, ReplyHandle, Socket, VerdictError
 
@@ -26,14 +27,18 @@ __all__ = [
     "Delivered",
     "Handle",
     "InternalError",
+    "JobReceipt",
     "NackError",
     "Overloaded",
     "ProcessingError",
     "ProcessingTimeout",
+    "Producer",
+    "ProducerStats",
     "QoSConfig",
     "Receipt",
     "Rejected",
     "ReplyHandle",
+    "ResubmitPolicy",
     "Socket",
     "VerdictError",
 ]
