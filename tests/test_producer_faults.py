@@ -33,8 +33,10 @@ CONFIG = zmtp_qos.QoSConfig(dead_letter_timeout=1.0)
 
 async def spawn(endpoint: str, identity: str, out: Path, backend: str, *extra: str) -> Process:
     return await anyio.open_process(
-        [sys.executable, "-m", "tests.qos_worker_proc", endpoint, "--identity", identity]
-        + ["--out", str(out), "--backend", backend, *extra],
+        [
+            *(sys.executable, "-m", "tests.qos_worker_proc", endpoint),
+            *("--identity", identity, "--out", str(out), "--backend", backend, *extra),
+        ],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
@@ -152,7 +154,7 @@ async def test_three_workers_one_sigkilled_mid_run(anyio_backend: str, tmp_path:
     survivors = [n for n in names if n != victim_name]
     resubmitted = 0
     for i, receipt in enumerate(receipts):
-        job = "job-%d" % i
+        job = f"job-{i}"
         outcome = await receipt
         assert isinstance(outcome, Delivered), (job, outcome)  # completed at least once
         assert completed[outcome.peer][job] >= 1, job

@@ -294,7 +294,8 @@ class Producer:
         try:
             while True:
                 while not self._letters:
-                    self._letters_wakeup = anyio.Event()
+                    if self._letters_wakeup is None or self._letters_wakeup.is_set():
+                        self._letters_wakeup = anyio.Event()  # shared by every reader
                     await self._letters_wakeup.wait()
                 yield self._letters.popleft()
         finally:
