@@ -19,7 +19,7 @@ the last COMP. Cases, per backend (asyncio, trio):
 The ``worker*`` cases need ``zmtp_qos.Worker`` (zmtp_qos/worker.py): without it the script
 stops at once with a message saying so, before running anything; ``--cases bare,bare-sleep``
 runs the bare loop alone. Everything about the Worker's API that this script assumes is in
-:func:`run_worker`.
+:func:`run_worker`; the table shows the Worker's concurrency as "default" when it is not set.
 
 Examples::
 
@@ -206,18 +206,25 @@ async def run_bare_loop(p: Params, *, task_status: Any) -> None:
 async def run_worker(p: Params, *, task_status: Any) -> None:
     """``zmtp_qos.Worker`` with the case's handler. Imported here, lazily: the parent checks
     that it exists before starting any worker case. The API used: ``Worker(handler, *,
-    concurrency=, threads=)`` (a knob left out when not given), ``await worker.connect(ep)``,
-    ``await worker.run()`` (cancelled when the harness quits)."""
+    connect=[endpoint], concurrency=, threads=)`` (a knob left out when not given: the
+    Worker's default) and ``await task_group.start(worker.run)``; the harness's quit cancels
+    it."""
+    import anyio
+
     import zmtp_qos
 
     Worker = getattr(zmtp_qos, "Worker", None)
     if Worker is None:
         raise BenchError(NO_WORKER.format(cases=p["kind"]))
     knobs = {"concurrency": p["concurrency"], "threads": p["threads"]}
-    instance = Worker(_handler(p), **{k: v for k, v in knobs.items() if v is not None})
-    await instance.connect(p["endpoint"])
-    task_status.started()
-    await instance.run()
+    instance = Worker(
+        _handler(p),
+        connect=[p["endpoint"]],
+        **{k: v for k, v in knobs.items() if v is not None},
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(instance.run)
+        task_status.started()
 
 
 # =========================================================================== harness
@@ -307,7 +314,7 @@ def table(results: list[Result]) -> str:
     rows = []
     for r in results:
         v = r.value()
-        conc = "-" if r.concurrency is None else str(r.concurrency)
+        conc = "default" if r.concurrency is None else str(r.concurrency)
         if r.kind == "bare":
             conc = "1"
         threads = "-" if r.threads is None else str(r.threads)
