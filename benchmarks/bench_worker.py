@@ -13,8 +13,9 @@ the last COMP. Cases, per backend (asyncio, trio):
   threads (no target; it shows the thread hand-off's cost);
 * ``bare-sleep-C`` / ``worker-sleep-C`` for each C in ``--scaling`` (default 1, 10, 100): a
   handler that sleeps ``--sleep`` (10 ms) at concurrency C (the bare loop runs C tasks); the
-  ideal rate is C / sleep, and the ``vs linear`` column is the measured rate over it (target
-  for the Worker: >= 0.8, "within 20 % of linear").
+  ``vs ideal`` column is the measured rate over C / sleep (what a zero-cost loop and an exact
+  timer would give), and ``vs linear`` the rate over C x the same case's rate at concurrency 1
+  (linear scaling; target for the Worker: >= 0.8, "within 20 % of linear").
 
 The ``worker*`` cases need ``zmtp_qos.Worker`` (zmtp_qos/worker.py): without it the script
 stops at once with a message saying so, before running anything; ``--cases bare,bare-sleep``
@@ -72,7 +73,7 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 REFERENCE = "bare"
 #: Targets (issue 11): the Worker's trivial-handler rate over the bare loop's, and the
-#: sleeping handler's rate over linear scaling (concurrency / sleep).
+#: sleeping handler's rate over linear scaling (concurrency x its rate at concurrency 1).
 VS_BARE_TARGET = 0.7
 VS_LINEAR_TARGET = 0.8
 BACKENDS = ("asyncio", "trio")
@@ -311,6 +312,8 @@ def _verdict(ratio: float, target: float | None) -> str:
 
 def table(results: list[Result]) -> str:
     refs = {r.backend: r.value() for r in results if r.case == REFERENCE}
+    #: a sleeping case's rate at concurrency 1, the base of linear scaling
+    ones = {(r.backend, r.kind): r.value() for r in results if r.linear() and r.concurrency == 1}
     rows = []
     for r in results:
         v = r.value()
@@ -319,7 +322,7 @@ def table(results: list[Result]) -> str:
             conc = "1"
         threads = "-" if r.threads is None else str(r.threads)
         if v is None:
-            rows.append([r.backend, r.case, conc, threads, "FAILED", "-", "-", "-"])
+            rows.append([r.backend, r.case, conc, threads, "FAILED", "-", "-", "-", "-"])
             continue
         ref = refs.get(r.backend)
         vs_bare = "-"
@@ -327,11 +330,14 @@ def table(results: list[Result]) -> str:
             vs_bare = fmt_ratio(v / ref)
             if r.kind == "worker":
                 vs_bare += _verdict(v / ref, VS_BARE_TARGET)
-        linear = r.linear()
+        ideal = r.linear()
+        vs_ideal = "-" if not ideal else fmt_ratio(v / ideal)
         vs_linear = "-"
-        if linear:
+        one = ones.get((r.backend, r.kind))
+        if ideal and one:
+            linear = one * (r.concurrency or 1)
             vs_linear = fmt_ratio(v / linear)
-            if KINDS[r.kind][0] == "worker":
+            if KINDS[r.kind][0] == "worker" and r.concurrency != 1:
                 vs_linear += _verdict(v / linear, VS_LINEAR_TARGET)
         spread = summarize(r.rates)["spread"] if len(r.rates) > 1 else None
         rows.append(
@@ -342,12 +348,13 @@ def table(results: list[Result]) -> str:
                 threads,
                 fmt_rate(v),
                 vs_bare,
+                vs_ideal,
                 vs_linear,
                 "-" if spread is None else f"{spread * 100:.0f}%",
             ]
         )
-    headers = ["backend", "case", "concurrency", "threads", "jobs/s", "vs bare", "vs linear"]
-    return render_table([*headers, "spread"], rows, align="llrrrrrr")
+    headers = ["backend", "case", "concurrency", "threads", "jobs/s", "vs bare", "vs ideal"]
+    return render_table([*headers, "vs linear", "spread"], rows, align="llrrrrrrr")
 
 
 def main(argv: list[str] | None = None) -> int:

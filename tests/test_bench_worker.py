@@ -55,7 +55,7 @@ def test_bench_worker_runs(backend: str, tmp_path: Path) -> None:
     assert {r["case"] for r in results} == expected
     for r in results:
         assert r["error"] is None and r["value"] and r["value"] > 0, r
-    assert "vs bare" in proc.stdout and "vs linear" in proc.stdout
+    assert all(column in proc.stdout for column in ("vs bare", "vs ideal", "vs linear"))
 
 
 def test_bench_worker_worker_cases(tmp_path: Path) -> None:
