@@ -9,6 +9,7 @@ and SIGKILL is in tests/test_producer_faults.py.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -61,6 +62,7 @@ async def test_submit_resolves_delivered_and_drain_waits_for_all() -> None:
             for receipt in [single, *receipts]:
                 assert receipt.done and receipt.attempts == 1 and not receipt.resubmissions
                 assert await receipt == Delivered("w1")
+                assert await receipt.result() == Delivered("w1")
             stats = producer.stats
             assert (stats.submitted, stats.delivered, stats.dead_lettered) == (50, 50, 0)
             assert (stats.resubmitted, stats.outstanding) == (0, 0)
@@ -88,6 +90,13 @@ async def test_terminal_nack_is_a_final_dead_letter_not_resubmitted() -> None:
                 [b"job"], "terminal_nack", "w1", zmtp_qos.NackError(2, "bad job")
             )
             assert await receipt == letter
+            with pytest.raises(zmtp_qos.JobFailed) as failed:
+                await receipt.result()
+            assert failed.value.letter == letter and failed.value.attempts == 1
+            assert str(failed.value) == (
+                "job [b'job'] failed (terminal_nack, peer w1, 1 attempt(s)): "
+                "NackError(code=2, text='bad job')"
+            )
             assert receipt.attempts == 1 and runs == [[b"job"]]
             stats = producer.stats
             assert stats.resubmitted == 0 and stats.dead_letters_by_reason == {"terminal_nack": 1}
@@ -195,6 +204,46 @@ async def test_jobs_pending_at_close_end_socket_closed_not_resubmitted() -> None
             letter = await receipt
             assert isinstance(letter, DeadLetter) and letter.reason == "socket_closed"
             assert producer.stats.resubmitted == 0 and producer.outstanding == 0
+
+
+async def test_a_resubmission_still_waiting_at_close_ends_socket_closed() -> None:
+    """The worker died and no other is connected: the resubmission waits for a worker until
+    the producer closes, and then the job is a dead letter ``socket_closed``."""
+    with anyio.fail_after(30):
+        async with Producer(config=FAST, linger=0) as producer:
+            ep = await producer.bind("tcp://127.0.0.1:*")
+            async with worker(b"gone") as gone:
+                await connected(producer, gone, ep)
+                receipt = await producer.submit(b"job")
+                await gone.recv()
+            while not receipt.resubmissions:  # the sweep (every 0.1 s) resubmits it
+                await anyio.sleep(0.05)
+            assert not receipt.done and producer.outstanding == 1
+        letter = await receipt
+        assert isinstance(letter, DeadLetter) and letter.reason == "socket_closed"
+        assert receipt.attempts == 1 and producer.outstanding == 0
+
+
+async def test_a_resubmission_not_started_at_close_ends_socket_closed() -> None:
+    """The peer_timeout and the close in one step: the close starts before the resubmission
+    task has run; the job still gets its outcome."""
+    with anyio.fail_after(30):
+        slow = zmtp_qos.QoSConfig(dead_letter_timeout=60.0)
+        async with Producer(config=slow, linger=0) as producer:
+            ep = await producer.bind("tcp://127.0.0.1:*")
+            async with worker(b"gone") as gone:
+                await connected(producer, gone, ep)
+                receipt = await producer.submit(b"job")
+                await gone.recv()
+            runtime = producer.socket.runtime
+            assert runtime is not None
+            while runtime.anchors[b"id:gone"].pipe is not None:  # the disconnect is seen
+                await anyio.sleep(0.01)
+            runtime.clock = lambda: time.monotonic() + 3600.0  # an hour later
+            assert runtime.sweep() == 1 and len(receipt.resubmissions) == 1
+        letter = await receipt
+        assert isinstance(letter, DeadLetter) and letter.reason == "socket_closed"
+        assert producer.outstanding == 0
 
 
 def test_producer_checks_its_arguments() -> None:

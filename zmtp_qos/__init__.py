@@ -16,7 +16,7 @@ from .codes import (
     Rejected,
 )
 from .config import QoSConfig
-from .producer import JobReceipt, Producer, ProducerStats, ResubmitPolicy
+from .producer import JobFailed, JobReceipt, Producer, ProducerStats, ResubmitPolicy
 from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
 from .socket import Handle, ReplyHandle, Socket, VerdictError
 
@@ -27,6 +27,7 @@ __all__ = [
     "Delivered",
     "Handle",
     "InternalError",
+    "JobFailed",
     "JobReceipt",
     "NackError",
     "Overloaded",

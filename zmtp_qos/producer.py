@@ -34,7 +34,15 @@ from anyio.abc import TaskGroup
 import zmtp
 
 from .config import QoSConfig
-from .results import PEER_TIMEOUT, SOCKET_CLOSED, DeadLetter, Delivered, Outcome, Receipt
+from .results import (
+    PEER_TIMEOUT,
+    SOCKET_CLOSED,
+    DeadLetter,
+    DeadLetterError,
+    Delivered,
+    Outcome,
+    Receipt,
+)
 from .socket import Socket
 
 log = logging.getLogger("zmtp_qos.producer")
@@ -47,6 +55,20 @@ ResubmitPolicy = Callable[[DeadLetter, int], bool]
 JobParts = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
 
 PRODUCER_TYPES = frozenset({"PUSH", "SCATTER"})
+
+
+class JobFailed(DeadLetterError):
+    """Raised by :meth:`JobReceipt.result` for a job that ended as a dead letter
+    (``.letter``: its :class:`~zmtp_qos.DeadLetter`, with the NACK in ``.letter.error``)."""
+
+    def __init__(self, letter: DeadLetter, attempts: int) -> None:
+        super().__init__(letter)
+        detail = f": {letter.error}" if letter.error is not None else ""
+        self.args = (
+            f"job {letter.parts[:1]!r} failed ({letter.reason}, peer {letter.peer or '?'}, "
+            f"{attempts} attempt(s)){detail}",
+        )
+        self.attempts = attempts
 
 
 class JobReceipt(Receipt):
@@ -65,6 +87,14 @@ class JobReceipt(Receipt):
         self.attempts = 0  #: sends so far: 1, plus one per resubmission
         #: the ``peer_timeout`` dead letters that were resubmitted, oldest first
         self.resubmissions: list[DeadLetter] = []
+
+    async def result(self) -> Delivered:
+        """Wait for the outcome: :class:`~zmtp_qos.Delivered`, or raise :class:`JobFailed`
+        (like a task queue's ``result.get()``: errors as exceptions)."""
+        outcome = await self.wait()
+        if isinstance(outcome, DeadLetter):
+            raise JobFailed(outcome, self.attempts)
+        return outcome
 
 
 @dataclass(frozen=True)
@@ -121,6 +151,8 @@ class Producer:
         else:
             self._policy = resubmit_on_peer_timeout
         self._tg: TaskGroup | None = None
+        #: jobs dead-lettered peer_timeout whose resubmission is not sent yet
+        self._resubmitting: set[JobReceipt] = set()
         self._closing = False
         self._submitted = 0
         self._delivered = 0
@@ -153,6 +185,11 @@ class Producer:
                 await self._cm.__aexit__(None, None, None)
                 self._tg = None
         finally:
+            # A safety net: a resubmission task ends its job itself, even when cancelled
+            # before its first step; this catches one that never ran at all.
+            for job in list(self._resubmitting):
+                self._finish(job, DeadLetter(list(job.parts), SOCKET_CLOSED, ""))
+            self._resubmitting.clear()
             await self.socket.__aexit__(exc_type, exc, tb)
 
     async def bind(self, endpoint: str) -> str:
@@ -210,6 +247,7 @@ class Producer:
         if isinstance(outcome, DeadLetter) and self._resubmit(job, outcome):
             job.resubmissions.append(outcome)
             self._resubmitted += 1
+            self._resubmitting.add(job)
             assert self._tg is not None
             self._tg.start_soon(self._resend, job, outcome)
             return
@@ -237,6 +275,7 @@ class Producer:
         )
         try:
             await self._send(job)
+            self._resubmitting.discard(job)  # its new receipt follows it from here
         except Exception as exc:  # the socket is closing (or send_timeout): final
             log.debug("resubmission failed: %r", exc)
             self._finish(job, DeadLetter(list(job.parts), SOCKET_CLOSED, letter.peer))
@@ -245,6 +284,7 @@ class Producer:
             raise
 
     def _finish(self, job: JobReceipt, outcome: Outcome) -> None:
+        self._resubmitting.discard(job)
         if not job.resolve(outcome):
             return
         self._outstanding -= 1
