@@ -246,6 +246,18 @@ async def test_a_resubmission_not_started_at_close_ends_socket_closed() -> None:
         assert producer.outstanding == 0
 
 
+async def test_scatter_producer_and_gather_worker() -> None:
+    with anyio.fail_after(20):
+        async with (
+            Producer(zmtp.SCATTER, linger=0) as producer,
+            zmtp_qos.Socket(zmtp.GATHER, qos=3, identity=b"g", linger=0) as gather,
+        ):
+            await connected(producer, gather, await producer.bind("tcp://127.0.0.1:*"))
+            receipt = await producer.submit(b"job")
+            (await gather.recv()).complete()
+            assert await receipt == Delivered("g")
+
+
 def test_producer_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="PUSH or a SCATTER"):
         Producer(zmtp.PULL)
