@@ -173,3 +173,5 @@ async def test_three_workers_one_sigkilled_mid_run(anyio_backend: str, tmp_path:
     assert delivered_by[victim_name] >= 10 and all(delivered_by[n] for n in survivors)
     stats = producer.stats
     assert (stats.delivered, stats.dead_lettered, stats.resubmitted) == (count, 0, resubmitted)
+    ran_twice = sum(1 for i in range(count) if sum(s[f"job-{i}"] for s in started.values()) > 1)
+    print(f"COMP per worker {dict(delivered_by)}; {resubmitted} resubmitted, {ran_twice} ran twice")
