@@ -16,6 +16,7 @@ from .codes import (
     Rejected,
 )
 from .config import QoSConfig
+from .producer import JobFailed, JobReceipt, Producer, ProducerStats, ResubmitPolicy
 from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
 from .socket import Handle, ReplyHandle, Socket, VerdictError
 from .worker import Worker, WorkerStats
@@ -27,14 +28,19 @@ __all__ = [
     "Delivered",
     "Handle",
     "InternalError",
+    "JobFailed",
+    "JobReceipt",
     "NackError",
     "Overloaded",
     "ProcessingError",
     "ProcessingTimeout",
+    "Producer",
+    "ProducerStats",
     "QoSConfig",
     "Receipt",
     "Rejected",
     "ReplyHandle",
+    "ResubmitPolicy",
     "Socket",
     "VerdictError",
     "Worker",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,11 +63,12 @@ class DeadLetterError(Exception):
 class Receipt:
     """The fate of one sent message; ``await receipt`` gives its :data:`Outcome`."""
 
-    __slots__ = ("_event", "_outcome", "observed")
+    __slots__ = ("_callbacks", "_event", "_outcome", "observed")
 
     def __init__(self) -> None:
         self._outcome: Outcome | None = None
         self._event: anyio.Event | None = None
+        self._callbacks: list[Callable[[Outcome], None]] | None = None
         self.observed = False  #: someone awaited it (dead letters then are not logged)
 
     @property
@@ -86,7 +87,26 @@ class Receipt:
         self._outcome = outcome
         if self._event is not None:
             self._event.set()
+        callbacks = self._callbacks
+        if callbacks is not None:
+            self._callbacks = None
+            for callback in callbacks:
+                callback(outcome)
         return True
+
+    def add_done_callback(self, callback: Callable[[Outcome], None]) -> None:
+        """Call ``callback(outcome)`` when the receipt settles (at once if it has).
+
+        It runs synchronously inside the QoS layer (e.g. while a COMP is being handled), so it
+        must not block or raise: hand real work to a task. This is how a wrapper such as
+        :class:`zmtp_qos.Producer` follows thousands of receipts without a task per message.
+        """
+        if self._outcome is not None:
+            callback(self._outcome)
+            return
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(callback)
 
     async def wait(self) -> Outcome:
         self.observed = True

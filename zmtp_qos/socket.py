@@ -282,7 +282,10 @@ class Socket:
             self._reply_handle = handle
             return handle
         while not self._handles:
-            self._handles_wakeup = anyio.Event()
+            # One event shared by every waiting receiver (a worker's concurrent tasks):
+            # replacing it would strand the receivers waiting on the old one.
+            if self._handles_wakeup is None or self._handles_wakeup.is_set():
+                self._handles_wakeup = anyio.Event()
             await self._handles_wakeup.wait()
         taken = self._handles.popleft()
         limit = self._receive_limit
@@ -379,7 +382,8 @@ class Socket:
         try:
             while True:
                 while not self._letters:
-                    self._letters_wakeup = anyio.Event()
+                    if self._letters_wakeup is None or self._letters_wakeup.is_set():
+                        self._letters_wakeup = anyio.Event()  # shared by every reader
                     await self._letters_wakeup.wait()
                 yield self._letters.popleft()
         finally:
