@@ -26,9 +26,15 @@ class Tool:
     """A running ``zmtp`` subcommand. Its stdout and stderr lines are collected by threads;
     :meth:`wait_for` returns the first new line matching a predicate."""
 
-    def __init__(self, args: Sequence[str], stdin: int | None = subprocess.DEVNULL) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        stdin: int | None = subprocess.DEVNULL,
+        command: Sequence[str] | None = None,
+    ) -> None:
+        """``zmtp ARGS``; or, with ``command``, that program instead (``args`` unused)."""
         self.proc = subprocess.Popen(
-            zmtp_command(*args),
+            list(command) if command is not None else zmtp_command(*args),
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

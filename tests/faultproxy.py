@@ -1,5 +1,6 @@
-"""The fault-injecting proxy lives in :mod:`zmtp.testing` now; this keeps the old import path
-(``from tests.faultproxy import FaultProxy``) working for tests written against it."""
+"""Deprecated shim: the fault-injecting proxy is public as :class:`zmtp.testing.FaultProxy`
+(docs/testing.md). This keeps the old import path (``from tests.faultproxy import
+FaultProxy``) working for tests written against it; new tests import from ``zmtp.testing``."""
 
 from __future__ import annotations
 

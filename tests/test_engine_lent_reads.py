@@ -14,21 +14,10 @@ import anyio
 import pytest
 
 import zmtp
-from tests._sockets_util import (
-    TIMEOUT,
-    RawPeer,
-    bindable,
-    command,
-    linked,
-    raw_server,
-    recv_within,
-    wait_event,
-    zmq_module,
-    zrecv,
-    zsend,
-    zsocket,
-)
 from zmtp.engine.stream import StreamConnection
+from zmtp.testing import TIMEOUT, RawPeer, bindable, linked, raw_server, recv_within, wait_event
+from zmtp.testing.pyzmq_sockets import zmq_module, zrecv, zsend, zsocket
+from zmtp.testing.wire import command
 
 pytestmark = pytest.mark.anyio
 

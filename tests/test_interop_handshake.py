@@ -11,16 +11,10 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    OP_TIMEOUT,
-    TEST_TIMEOUT,
-    bind_endpoint,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-    raw_exchange,
-    tcp_port,
-)
 from zmtp.interop import Libzmq, link
 from zmtp.routing import STRATEGIES
+from zmtp.testing import bind_endpoint, raw_exchange, tcp_port
+from zmtp.testing.fixtures import OP_TIMEOUT, TEST_TIMEOUT, libzmq_env  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

@@ -9,17 +9,10 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    bind_endpoint,
-    count_commands,
-    event_within,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-    silent_zmtp_peer,
-    tcp_port,
-)
 from zmtp.interop import Libzmq, ZmtpEnd, compare_messages, link
-from zmtp.testing import FaultProxy
+from zmtp.testing import FaultProxy, bind_endpoint, event_within, silent_zmtp_peer, tcp_port
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
+from zmtp.testing.wire import count_commands
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

@@ -17,8 +17,9 @@ import anyio
 import pytest
 
 import zmtp
-from tests._sockets_util import TIMEOUT, ipc_path, wait_event, zmq_module
 from zmtp.auth import Authenticator, AuthRequest, AuthResult
+from zmtp.testing import TIMEOUT, ipc_path, wait_event
+from zmtp.testing.pyzmq_sockets import zmq_module
 
 pytestmark = [
     pytest.mark.anyio,

@@ -9,12 +9,9 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    bind_endpoint,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-)
 from zmtp.interop import Libzmq, link
+from zmtp.testing import bind_endpoint
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

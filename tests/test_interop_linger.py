@@ -9,11 +9,8 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-)
 from zmtp.interop import Libzmq, big_payload, compare_messages, link
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

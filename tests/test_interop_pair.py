@@ -8,12 +8,6 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    bind_endpoint,
-    event_within,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-)
 from zmtp.interop import (
     Libzmq,
     ZmtpEnd,
@@ -23,6 +17,8 @@ from zmtp.interop import (
     sample_messages,
     transfer,
 )
+from zmtp.testing import bind_endpoint, event_within
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

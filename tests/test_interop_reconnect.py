@@ -10,13 +10,10 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    bind_endpoint,
-    bind_when_free,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-)
 from zmtp.interop import Libzmq, link
+from zmtp.testing import bind_endpoint
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
+from zmtp.testing.pyzmq_sockets import bind_when_free
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

@@ -12,13 +12,10 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-)
 from zmtp.auth import Authenticator
 from zmtp.crypto import decode_key
 from zmtp.interop import Libzmq, LibzmqSocket, ZmtpEnd, big_payload, link, transfer
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

@@ -15,12 +15,9 @@ import anyio
 import pytest
 
 import zmtp
-from tests.interop_helpers import (
-    TEST_TIMEOUT,
-    libzmq_env,  # noqa: F401  (fixture "lz")
-)
 from zmtp.auth import Authenticator
 from zmtp.interop import Libzmq, ZmtpEnd, link, transfer
+from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 

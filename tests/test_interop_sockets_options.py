@@ -14,21 +14,15 @@ import pytest
 
 import zmtp
 from zmtp.options import NOTIFY_CONNECT, NOTIFY_DISCONNECT
-
-from ._sockets_util import (
-    connect_ours,
+from zmtp.testing import (
     ipc_path,
     nothing_pending,
     ours_briefly,
-    probe_until_received,
+    probe_path,
     recv_within,
     wait_event,
-    zbind,
-    zmq_sender,
-    zrecv,
-    zsend,
-    zsocket,
 )
+from zmtp.testing.pyzmq_sockets import connect_ours, zbind, zmq_sender, zrecv, zsend, zsocket
 
 zmq = pytest.importorskip("zmq")
 
@@ -199,7 +193,7 @@ async def test_our_inverted_xpub_to_libzmq_xsub(transport: str, ours_binds: bool
             await connect_ours(xpub, zxsub, transport, ours_binds)
             # A bound libzmq socket attaches our pipe only while it processes commands:
             # wait until its upstream messages reach us, then subscribe.
-            await probe_until_received(zmq_sender(zxsub), ours_briefly(xpub), b"sync")
+            await probe_path(zmq_sender(zxsub), ours_briefly(xpub), b"sync")
             zxsub.send(b"\x01a")
             assert await recv_within(xpub) == [b"\x01a"]
             for topic in (b"a1", b"b1", b"ab", b"c"):
@@ -238,7 +232,7 @@ async def test_libzmq_inverted_pub_reaches_our_sub_without_subscriptions() -> No
     with zsocket(zmq.PUB, invert_matching=1) as zpub:
         async with zmtp.Socket(zmtp.SUB, linger=0, invert_matching=True) as sub:
             await connect_ours(sub, zpub, "tcp", ours_binds=False)
-            await probe_until_received(zmq_sender(zpub), ours_briefly(sub), b"anything")
+            await probe_path(zmq_sender(zpub), ours_briefly(sub), b"anything")
 
 
 # ---------------------------------------------------------------------- xpub_manual_last_value

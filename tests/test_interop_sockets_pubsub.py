@@ -10,19 +10,8 @@ import anyio
 import pytest
 
 import zmtp
-
-from ._sockets_util import (
-    TIMEOUT,
-    connect_ours,
-    ours_briefly,
-    ours_sender,
-    probe_until_received,
-    recv_within,
-    zmq_briefly,
-    zmq_sender,
-    zrecv,
-    zsocket,
-)
+from zmtp.testing import TIMEOUT, ours_briefly, ours_sender, probe_path, recv_within
+from zmtp.testing.pyzmq_sockets import connect_ours, zmq_briefly, zmq_sender, zrecv, zsocket
 
 zmq = pytest.importorskip("zmq")
 
@@ -33,11 +22,11 @@ transports = pytest.mark.parametrize("transport", ["tcp", "ipc"])
 
 
 async def our_pub_until_libzmq_sub_receives(pub: zmtp.Socket, zsub: Any, probe: bytes) -> None:
-    await probe_until_received(ours_sender(pub), zmq_briefly(zsub), probe)
+    await probe_path(ours_sender(pub), zmq_briefly(zsub), probe)
 
 
 async def libzmq_pub_until_our_sub_receives(zpub: Any, sub: zmtp.Socket, probe: bytes) -> None:
-    await probe_until_received(zmq_sender(zpub), ours_briefly(sub), probe)
+    await probe_path(zmq_sender(zpub), ours_briefly(sub), probe)
 
 
 @transports
@@ -115,7 +104,7 @@ async def test_libzmq_xsub_raw_subscriptions_and_upstream_to_our_xpub(
             await connect_ours(xpub, zxsub, transport, ours_binds)
             # A bound libzmq socket may not have attached our pipe yet (it sends nowhere
             # then): probe with upstream messages until they come through.
-            await probe_until_received(zmq_sender(zxsub), ours_briefly(xpub), b"sync")
+            await probe_path(zmq_sender(zxsub), ours_briefly(xpub), b"sync")
             zxsub.send(b"\x01topic")  # a data frame on the wire, even over ZMTP 3.1
             assert await recv_within(xpub) == [b"\x01topic"]
             zxsub.send_multipart([b"upstream", b"message"])
@@ -209,7 +198,7 @@ async def test_a_slow_libzmq_sub_does_not_block_our_pub(transport: str) -> None:
             await our_pub_until_libzmq_sub_receives(pub, zslow, b"probe")
             fast.subscribe(b"")
             await fast.connect(endpoint)
-            await probe_until_received(ours_sender(pub), ours_briefly(fast))
+            await probe_path(ours_sender(pub), ours_briefly(fast))
             received: list[bytes] = []
             done = anyio.Event()
 

@@ -11,18 +11,8 @@ import anyio
 import pytest
 
 import zmtp
-
-from ._sockets_util import (
-    TIMEOUT,
-    connect_ours,
-    recv_within,
-    wait_event,
-    zbind,
-    zmq_module,
-    zrecv,
-    zsend,
-    zsocket,
-)
+from zmtp.testing import TIMEOUT, recv_within, wait_event
+from zmtp.testing.pyzmq_sockets import connect_ours, zbind, zmq_module, zrecv, zsend, zsocket
 
 zmq = pytest.importorskip("zmq")
 

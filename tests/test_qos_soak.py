@@ -28,8 +28,8 @@ import pytest
 
 import zmtp
 import zmtp_qos
-from tests.faultproxy import FaultProxy
 from tests.test_qos_captures import _port
+from zmtp.testing import FaultProxy
 from zmtp_qos import Delivered
 
 pytestmark = pytest.mark.anyio

@@ -8,8 +8,7 @@ import pytest
 
 import zmtp
 from zmtp.protocol.sockettypes import SocketType, compatible
-
-from ._sockets_util import bindable, wait_event
+from zmtp.testing import bindable, wait_event
 
 pytestmark = pytest.mark.anyio
 

@@ -9,22 +9,19 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 import zmtp
-
-from ._sockets_util import (
+from zmtp.testing import (
     RawPeer,
     bindable,
-    command,
-    frame,
     linked,
-    message,
     nothing_pending,
-    probe_until_received,
+    probe_path,
     raw_client,
     raw_server,
     recv_within,
     send_until_received,
     wait_event,
 )
+from zmtp.testing.wire import command, frame, message
 
 pytestmark = pytest.mark.anyio
 
@@ -158,7 +155,7 @@ async def test_radio_dish_errors() -> None:
 
 
 def peer_body(peer: RawPeer) -> Callable[[], Awaitable[list[bytes] | None]]:
-    """A raw DISH's messages without their group frame (for probe_until_received)."""
+    """A raw DISH's messages without their group frame (for probe_path)."""
 
     async def recv() -> list[bytes] | None:
         message = await peer.read_message_briefly()
@@ -173,14 +170,14 @@ async def test_radio_wire_format_join_leave_commands() -> None:
         async with raw_client(endpoint) as peer:
             await peer.handshake("DISH")
             await peer.send(command(b"JOIN", b"g"))
-            await probe_until_received(lambda d: radio.send_group(b"g", d), peer_body(peer))
+            await probe_path(lambda d: radio.send_group(b"g", d), peer_body(peer))
             await radio.send_group(b"h", b"other group")
             await radio.send_group(b"g", b"hello")
             # RFC 48 on ZMTP: the group frame (MORE) then the body.
             assert await peer.read_exact(10) == bytes.fromhex("0101670005") + b"hello"
             await peer.send(message(b"dishes", b"cannot send"))  # silently discarded
             await peer.send(command(b"LEAVE", b"g") + command(b"JOIN", b"end"))
-            await probe_until_received(lambda d: radio.send_group(b"end", d), peer_body(peer))
+            await probe_path(lambda d: radio.send_group(b"end", d), peer_body(peer))
             await radio.send_group(b"g", b"left")
             await radio.send_group(b"end", b"last")
             assert await peer.read_message() == [b"end", b"last"]

@@ -11,21 +11,20 @@ import pytest
 
 import zmtp
 from zmtp.options import NOTIFY_CONNECT, NOTIFY_DISCONNECT
-
-from ._sockets_util import (
+from zmtp.testing import (
     TIMEOUT,
     bindable,
     ipc_path,
     linked,
-    message,
     nothing_pending,
     ours_briefly,
     ours_sender,
-    probe_until_received,
+    probe_path,
     raw_server,
     recv_within,
     wait_event,
 )
+from zmtp.testing.wire import message
 
 pytestmark = pytest.mark.anyio
 
@@ -429,7 +428,7 @@ async def test_xsub_ignores_invert_matching() -> None:
         xsub,
     ):
         xsub.subscribe(b"a")
-        await probe_until_received(ours_sender(pub), ours_briefly(xsub), b"a-probe")
+        await probe_path(ours_sender(pub), ours_briefly(xsub), b"a-probe")
         await pub.send(b"a1")
         await pub.send(b"b1")  # the (plain) PUB does not send it
         assert await recv_within(xsub) == [b"a1"]

@@ -7,22 +7,19 @@ import anyio
 import pytest
 
 import zmtp
-
-from ._sockets_util import (
+from zmtp.testing import (
     TIMEOUT,
-    command,
-    frame,
     linked,
-    message,
     nothing_pending,
     ours_briefly,
     ours_sender,
-    probe_until_received,
+    probe_path,
     raw_client,
     raw_server,
     recv_within,
     wait_event,
 )
+from zmtp.testing.wire import command, frame, message
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +30,7 @@ async def publish_until_received(
     pub: zmtp.Socket, sub: zmtp.Socket, probe: bytes = b"probe"
 ) -> None:
     """Publish numbered probes until the SUB gets them: its subscription reached the PUB."""
-    await probe_until_received(ours_sender(pub), ours_briefly(sub), probe)
+    await probe_path(ours_sender(pub), ours_briefly(sub), probe)
 
 
 # ---------------------------------------------------------------------- ours <-> ours
@@ -270,14 +267,14 @@ async def test_pub_accepts_legacy_and_command_subscriptions_from_a_3_0_peer() ->
             await peer.send(bytes.fromhex("00020141"))  # 3.0 subscribe "A" (test_mock_pub_sub)
             await peer.send(command(b"SUBSCRIBE", b"C"))  # also accepted from a 3.0 peer
             # Both are applied once probes on "C" (the later one) come through.
-            await probe_until_received(ours_sender(pub), peer.read_message_briefly, b"C-probe")
+            await probe_path(ours_sender(pub), peer.read_message_briefly, b"C-probe")
             await pub.send(b"BLOL")  # filtered on the PUB side: never written
             await pub.send(b"ALOL")
             assert await peer.read_raw_frame() == bytes.fromhex("0004") + b"ALOL"
             await peer.send(bytes.fromhex("00020041"))  # 3.0 cancel "A"
             await peer.send(command(b"CANCEL", b"C"))
             await peer.send(bytes.fromhex("00020142"))  # subscribe "B", processed after both
-            await probe_until_received(ours_sender(pub), peer.read_message_briefly, b"B-probe")
+            await probe_path(ours_sender(pub), peer.read_message_briefly, b"B-probe")
             await pub.send(b"CLOL")
             await pub.send(b"ALOL")
             await pub.send(b"BLOL")

@@ -10,19 +10,16 @@ import anyio
 import pytest
 
 import zmtp
-
-from ._sockets_util import (
+from zmtp.testing import (
     TIMEOUT,
-    command,
-    frame,
     linked,
-    message,
     nothing_pending,
     raw_client,
     raw_server,
     recv_within,
     wait_event,
 )
+from zmtp.testing.wire import command, frame, message
 
 pytestmark = pytest.mark.anyio
 

@@ -26,16 +26,9 @@ from anyio.abc import SocketAttribute, UDPSocket
 
 import zmtp
 from zmtp.engine.pipe import Pipe
+from zmtp.testing import TIMEOUT, nothing_pending, recv_within, send_until_received, wait_event
 from zmtp.transport import EndpointError, UdpEndpoint, parse_endpoint
 from zmtp.transport.udp import MAX_DATAGRAM, check_endpoint, decode_datagram, encode_datagram
-
-from ._sockets_util import (
-    TIMEOUT,
-    nothing_pending,
-    recv_within,
-    send_until_received,
-    wait_event,
-)
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,9 @@ format of :mod:`zmtp.cli.formats`. What it does follows the type:
 It stops after ``--count`` messages (received, or sent for send-only types), when the input ends
 (for types that only send or ask), on ``--timeout`` (exit 2) or on Ctrl-C (exit 0).
 
-``--qos LEVEL`` (per-hop delivery guarantees from ``zmtp_qos``) is not here yet: it is added
-where :func:`add_arguments` marks it once ``zmtp_qos`` exists.
+Installed plugins (:mod:`zmtp.cli.cat_plugins`, entry-point group ``zmtp.cli.cat``) add
+options and may make the socket and act around each send and receive: ``--qos LEVEL`` comes
+so from the delivery-guarantee layer, which ``zmtp`` itself never imports.
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ import anyio
 
 from ..interop.common import leaf_exception
 from ..protocol.sockettypes import SocketType
+from .cat_plugins import (
+    CatError,
+    CatHooks,
+    CatIO,
+    Loaded,
+    activate,
+    add_plugin_arguments,
+    load_plugins,
+    warn,
+)
 from .common import add_backend_argument, run_on, until_interrupted
 from .formats import FORMATS, FormatError, decode, encode
 
@@ -39,10 +50,6 @@ HELP = "a socket of any type on the command line: stdin to messages, messages to
 OK, ERROR, TIMED_OUT = 0, 1, 2
 SEND_ONLY = frozenset({"PUSH", "PUB", "RADIO", "SCATTER"})
 RECEIVE_ONLY = frozenset({"PULL", "SUB", "DISH", "GATHER"})
-
-
-class CatError(Exception):
-    """A problem to report on stderr with exit status 1 (bad key file, bad input line...)."""
 
 
 def _socket_type(text: str) -> str:
@@ -119,9 +126,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SUB/XSUB: subscribe to TOPIC (repeatable; SUB default: everything)",
     )
     data.add_argument("--join", action="append", metavar="GROUP", help="DISH: join GROUP")
-    # --qos LEVEL goes here once zmtp_qos exists (issue 10): a sender prints dead letters to
-    # stderr and exits non-zero if there were any; a level-3 receiver completes each message
-    # once it is written out.
 
     opts = parser.add_argument_group("socket options (libzmq's meaning; times in seconds)")
     opts.add_argument("--identity", metavar="ID", help="routing id announced to peers")
@@ -175,10 +179,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--plain-password", metavar="PASSWORD", default="")
     parser.add_argument("-v", "--verbose", action="store_true", help="monitor events on stderr")
     add_backend_argument(parser)
+    loaded = load_plugins()
+    add_plugin_arguments(parser, loaded)
+    parser.set_defaults(cat_plugins=loaded)
     parser.epilog = (
         "Exit status: 0 done (also on Ctrl-C), 1 an error (bad endpoint, key, input line; "
         "refused handshake under -v), 2 --timeout passed (argparse also exits 2 for bad "
-        "usage). Example: seq 5 | zmtp cat PUSH -c tcp://127.0.0.1:5555"
+        "usage). Installed plugins (entry-point group zmtp.cli.cat, docs/extensions.md) add "
+        "options, each in its own group above. Example: seq 5 | zmtp cat PUSH -c "
+        "tcp://127.0.0.1:5555"
     )
 
 
@@ -290,6 +299,8 @@ class Cat:
         self.sent = 0
         self.timed_out = False
         self.out = sys.stdout.buffer
+        loaded: Loaded = getattr(args, "cat_plugins", None) or Loaded()
+        self.hooks: CatHooks = activate(loaded, args, self.kind, CatIO(self.render, warn))
 
     # input
 
@@ -325,18 +336,26 @@ class Cat:
     def show(self, message: list[bytes]) -> None:
         self.out.write(encode(message, self.out_format))
         self.out.flush()
+        self.hooks.written(message)
+
+    def render(self, message: list[bytes]) -> str:
+        """``message`` in the output format as one line of text (for reports on stderr)."""
+        return encode(message, self.out_format).decode(errors="replace").rstrip("\n")
 
     # the socket's side
 
     async def send(self, sock: Any, message: list[bytes]) -> None:
         with anyio.fail_after(self.args.timeout) if self.args.timeout else _nothing():
-            await sock.send_multipart(message)
+            result = await sock.send_multipart(message)
         self.sent += 1
+        self.hooks.sent(message, result)
 
-    async def recv(self, sock: Any) -> list[bytes]:
+    async def recv(self, sock: Any) -> list[bytes] | None:
+        """The next message, or None when a plugin dealt with what came instead."""
         with anyio.fail_after(self.args.timeout) if self.args.timeout else _nothing():
-            message: list[bytes] = await sock.recv_multipart()
-        self.received += 1
+            message = await self.hooks.receive(sock)
+        if message is not None:
+            self.received += 1
         return message
 
     def enough(self, done: int) -> bool:
@@ -354,7 +373,9 @@ class Cat:
             first = False
             await self.send(sock, message)
             if self.kind == "REQ":
-                self.show(await self.recv(sock))
+                reply = await self.recv(sock)
+                if reply is not None:
+                    self.show(reply)
                 if self.enough(self.received):
                     return
 
@@ -362,6 +383,8 @@ class Cat:
         replies = None if self.args.echo or self.kind != "REP" else self.inputs().__aiter__()
         while not self.enough(self.received):
             message = await self.recv(sock)
+            if message is None:
+                continue
             self.show(message)
             if self.args.echo:
                 await self.send(sock, message)
@@ -372,28 +395,28 @@ class Cat:
                     return
 
     async def run(self) -> int:
-        from ..socket import Socket
-
         args = self.args
+        hooks = self.hooks
         options = socket_options(args)
         auth = authenticator(args)
         try:
-            socket = Socket(self.kind, **options)
+            socket = hooks.make_socket(self.kind, options)
         except (ValueError, TypeError) as exc:
             raise CatError(f"bad socket option: {exc}") from None
         async with socket as sock:
+            raw = hooks.zmtp_socket(sock)
             if auth is not None:
-                sock.authenticator = auth
+                raw.authenticator = auth
             if self.kind in ("SUB", "XSUB"):
                 topics = args.subscribe if args.subscribe else ([""] if self.kind == "SUB" else [])
                 for topic in topics:
                     if self.kind == "SUB":
-                        sock.subscribe(topic.encode())
+                        raw.subscribe(topic.encode())
                     else:
                         await sock.send_multipart([b"\x01" + topic.encode()])
             for group in args.join or []:
-                sock.join(group.encode())
-            monitor = sock.monitor() if args.verbose else None
+                raw.join(group.encode())
+            monitor = sock.monitor() if args.verbose or hooks.show_refusals else None
             try:
                 for endpoint in args.bind:
                     bound = await sock.bind(endpoint)
@@ -405,11 +428,14 @@ class Cat:
             try:
                 async with anyio.create_task_group() as tg:
                     if monitor is not None:
-                        tg.start_soon(_print_events, monitor)
+                        tg.start_soon(_print_events, monitor, not args.verbose)
                     status = await self.exchange(sock)
                     tg.cancel_scope.cancel()
             except Exception as exc:  # a CatError from a task arrives in an exception group
                 raise leaf_exception(exc) from None
+        # closed (within --linger): the plugin reports what failed
+        if hooks.closed() and status == OK:
+            status = ERROR
         return status
 
     async def exchange(self, sock: Any) -> int:
@@ -417,6 +443,11 @@ class Cat:
         try:
             if kind in SEND_ONLY or kind == "REQ":
                 await self.sending(sock)
+                if self.args.timeout:
+                    late = await self.hooks.settle(self.args.timeout)
+                    if late is not None:
+                        warn(late)
+                        return TIMED_OUT
             elif kind in RECEIVE_ONLY or kind == "REP" or self.args.echo:
                 await self.receiving(sock)
             else:
@@ -442,8 +473,18 @@ class _nothing:
         return None
 
 
-async def _print_events(monitor: Any) -> None:
+async def _print_events(monitor: Any, refusals_only: bool = False) -> None:
+    """Monitor events on stderr: all of them (-v), or only refused handshakes, each once (a
+    plugin's :attr:`~zmtp.cli.cat_plugins.CatHooks.show_refusals`: the dialer retries them on
+    every reconnect)."""
+    from ..monitor import HandshakeFailed
+
+    seen: set[tuple[str, str]] = set()
     async for event in monitor:
+        if refusals_only:
+            if not isinstance(event, HandshakeFailed) or (event.endpoint, event.reason) in seen:
+                continue
+            seen.add((event.endpoint, event.reason))
         print(f"zmtp cat: {event}", file=sys.stderr, flush=True)
 
 
@@ -451,7 +492,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.bind and not args.connect:
         print("zmtp cat: give at least one --bind or --connect endpoint", file=sys.stderr)
         return ERROR
-    cat = Cat(args)
+    try:
+        cat = Cat(args)  # the plugins' verdict on their options
+    except CatError as exc:
+        print(f"zmtp cat: {exc}", file=sys.stderr)
+        return ERROR
 
     async def main() -> int:
         status = OK

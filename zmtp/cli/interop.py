@@ -88,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.epilog = (
         "Exit status: 0 every row passed (or was skipped), 1 a row failed, 2 the check cannot "
-        "run (pyzmq or trio missing, bad arguments)."
+        "run (pyzmq or trio missing, bad arguments), 130 interrupted (Ctrl-C stops the row "
+        "running, prints the summary of the rows done and still writes the reports)."
     )
 
 
@@ -143,6 +144,7 @@ def run(args: argparse.Namespace, registry: Registry = REGISTRY) -> int:
             verbose=args.verbose,
             progress=sys.stderr if show_progress else None,
             on_finish=finish,
+            interruptible=True,
         )
     except InteropUnavailable as exc:
         print(f"zmtp interop: {exc}", file=sys.stderr)

@@ -10,7 +10,9 @@ CURVE handshake only frame sizes can be shown. Bytes are relayed unchanged, and 
 
 ``--capture FILE`` also writes every chunk to FILE (JSON lines: time, connection, direction,
 bytes in base64), and ``--read FILE`` decodes such a capture later, printing what the live trace
-printed. ``--json`` prints JSON lines instead of text. Ctrl-C (SIGINT) stops it cleanly.
+printed. ``--pcap FILE`` writes what was relayed (live, or read from a capture) as a pcapng file
+that Wireshark opens (:mod:`zmtp.cli.pcapng`). ``--json`` prints JSON lines instead of text.
+Ctrl-C (SIGINT) stops it cleanly.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from typing import IO, Any
 import anyio
 from anyio.abc import ByteStream
 
+from ..transport.endpoint import TcpEndpoint
 from ..transport.streams import listen, peer_address
 from .common import add_backend_argument, open_stream, run_on, stream_endpoint, until_interrupted
+from .pcapng import DEFAULT_SERVER_PORT, PcapngWriter
 from .wire import WireDecoder, WireEvent
 
 HELP = "relay between a client and a server, printing each direction's ZMTP decoded"
@@ -52,6 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--read",
         metavar="FILE",
         help="decode a capture written by --capture instead of relaying ('-': stdin)",
+    )
+    parser.add_argument(
+        "--pcap",
+        metavar="FILE",
+        help="also write what was relayed (or, with --read, the capture) to FILE as pcapng, "
+        "for Wireshark: made-up TCP 127.0.0.1 -> 127.0.0.2 on the port of --to (else 5555), "
+        "exactly the bytes relayed (a ZMTP dissector decodes it: Decode As zmtp on that port)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON lines instead of text")
     add_backend_argument(parser)
@@ -112,10 +123,13 @@ def _now() -> float:
 
 
 class Relay:
-    def __init__(self, upstream: str, printer: Printer, capture: Capture) -> None:
+    def __init__(
+        self, upstream: str, printer: Printer, capture: Capture, pcap: PcapngWriter | None = None
+    ) -> None:
         self.upstream = stream_endpoint(upstream)
         self.printer = printer
         self.capture = capture
+        self.pcap = pcap
         self.numbers = itertools.count(1)
 
     def note(self, conn: int, text: str) -> None:
@@ -132,9 +146,17 @@ class Relay:
             except OSError as exc:
                 self.note(conn, f"cannot reach {self.upstream}: {exc.strerror or exc}; closed")
                 return
-            async with server, anyio.create_task_group() as tg:
-                tg.start_soon(self.pump, conn, CLIENT_TO_SERVER, client, server, tg.cancel_scope)
-                tg.start_soon(self.pump, conn, SERVER_TO_CLIENT, server, client, tg.cancel_scope)
+            try:
+                async with server, anyio.create_task_group() as tg:
+                    tg.start_soon(
+                        self.pump, conn, CLIENT_TO_SERVER, client, server, tg.cancel_scope
+                    )
+                    tg.start_soon(
+                        self.pump, conn, SERVER_TO_CLIENT, server, client, tg.cancel_scope
+                    )
+            finally:
+                if self.pcap is not None:
+                    self.pcap.close(_now(), conn)  # also on Ctrl-C: the file ends cleanly
 
     async def pump(
         self,
@@ -155,6 +177,8 @@ class Relay:
                 return
             when = _now()
             self.capture.write(when, conn, direction, data)
+            if self.pcap is not None:
+                self.pcap.data(when, conn, direction == CLIENT_TO_SERVER, data)
             for event in decoder.feed(data):
                 self.printer.event(when, conn, direction, event)
             try:
@@ -167,9 +191,17 @@ class Relay:
 
 async def relay(args: argparse.Namespace) -> int:
     printer = Printer(sys.stdout, args.json)
-    capture_file = open(args.capture, "w") if args.capture else None  # noqa: SIM115
     try:
-        relay = Relay(args.to, printer, Capture(capture_file))
+        capture_file = open(args.capture, "w") if args.capture else None  # noqa: SIM115
+        pcap_file = open(args.pcap, "wb") if args.pcap else None  # noqa: SIM115
+    except OSError as exc:
+        print(f"zmtp trace: cannot write {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        upstream = stream_endpoint(args.to)
+        port = upstream.port if isinstance(upstream, TcpEndpoint) else DEFAULT_SERVER_PORT
+        pcap = PcapngWriter(pcap_file, port) if pcap_file is not None else None
+        relay = Relay(args.to, printer, Capture(capture_file), pcap)
         try:
             bound = await listen(stream_endpoint(args.listen), backlog=16)
         except OSError as exc:
@@ -190,30 +222,42 @@ async def relay(args: argparse.Namespace) -> int:
     finally:
         if capture_file is not None:
             capture_file.close()
+        if pcap_file is not None:
+            pcap_file.close()
 
 
-def read_capture(lines: Iterator[str], printer: Printer) -> int:
-    """Decode a capture, printing what the live trace printed."""
+def read_capture(lines: Iterator[str], printer: Printer, pcap: PcapngWriter | None = None) -> int:
+    """Decode a capture, printing what the live trace printed (and writing it to ``pcap``:
+    each connection ends at its last record)."""
     decoders: dict[tuple[int, str], WireDecoder] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            when, conn, what = float(record["time"]), int(record["conn"]), str(record["dir"])
-            if what == "note":
-                printer.note(when, conn, str(record.get("note", "")))
+    last: dict[int, float] = {}
+    try:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
                 continue
-            if what not in (CLIENT_TO_SERVER, SERVER_TO_CLIENT):
-                raise ValueError(f"unknown direction {what!r}")
-            data = base64.b64decode(record.get("data", ""), validate=True)
-        except (ValueError, KeyError, TypeError) as exc:
-            print(f"zmtp trace: capture line {number}: {exc}", file=sys.stderr)
-            return 2
-        decoder = decoders.setdefault((conn, what), WireDecoder())
-        for event in decoder.feed(data):
-            printer.event(when, conn, what, event)
-    return 0
+            try:
+                record = json.loads(line)
+                when, conn, what = float(record["time"]), int(record["conn"]), str(record["dir"])
+                if what == "note":
+                    printer.note(when, conn, str(record.get("note", "")))
+                    continue
+                if what not in (CLIENT_TO_SERVER, SERVER_TO_CLIENT):
+                    raise ValueError(f"unknown direction {what!r}")
+                data = base64.b64decode(record.get("data", ""), validate=True)
+            except (ValueError, KeyError, TypeError) as exc:
+                print(f"zmtp trace: capture line {number}: {exc}", file=sys.stderr)
+                return 2
+            if pcap is not None:
+                pcap.data(when, conn, what == CLIENT_TO_SERVER, data)
+                last[conn] = when
+            decoder = decoders.setdefault((conn, what), WireDecoder())
+            for event in decoder.feed(data):
+                printer.event(when, conn, what, event)
+        return 0
+    finally:
+        if pcap is not None:
+            for conn, when in last.items():
+                pcap.close(when, conn)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -222,15 +266,24 @@ def run(args: argparse.Namespace) -> int:
             print("zmtp trace: --read decodes a capture: no --listen/--to", file=sys.stderr)
             return 2
         printer = Printer(sys.stdout, args.json)
-        if args.read == "-":
-            return read_capture(iter(sys.stdin), printer)
         try:
-            capture = open(args.read)  # noqa: SIM115
+            capture = sys.stdin if args.read == "-" else open(args.read)  # noqa: SIM115
         except OSError as exc:
             print(f"zmtp trace: cannot read {args.read}: {exc}", file=sys.stderr)
             return 2
-        with capture:
-            return read_capture(iter(capture), printer)
+        try:
+            pcap_file = open(args.pcap, "wb") if args.pcap else None  # noqa: SIM115
+        except OSError as exc:
+            print(f"zmtp trace: cannot write {args.pcap}: {exc}", file=sys.stderr)
+            return 2
+        try:
+            pcap = PcapngWriter(pcap_file) if pcap_file is not None else None
+            return read_capture(iter(capture), printer, pcap)
+        finally:
+            if pcap_file is not None:
+                pcap_file.close()
+            if capture is not sys.stdin:
+                capture.close()
     if not args.listen or not args.to:
         print("zmtp trace: needs --listen and --to (or --read FILE)", file=sys.stderr)
         return 2

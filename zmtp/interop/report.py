@@ -74,6 +74,7 @@ def json_report(info: RunInfo, results: Sequence[Result]) -> str:
         "started": info.started,
         "seconds": round(info.seconds, 3),
         "complete": info.complete,
+        "interrupted": info.interrupted,
         "totals": totals(results),
         "rows": [record(r) for r in results],
     }
@@ -98,7 +99,13 @@ def markdown_report(info: RunInfo, results: Sequence[Result]) -> str:
         "",
         f"**{verdict}**: {count['rows']} rows, {count['passed']} passed, {count['failed']} "
         f"failed, {count['skipped']} skipped in {info.seconds:.1f}s"
-        + ("" if info.complete else " (ended by the watchdog: a row hung)")
+        + (
+            ""
+            if info.complete
+            else " (interrupted: Ctrl-C)"
+            if info.interrupted
+            else " (ended by the watchdog: a row hung)"
+        )
         + ".",
         "",
         "| case | backend | transport | zmtp | libzmq | binds | flow | outcome | time | detail |",

@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -49,7 +50,8 @@ class RunInfo:
     pattern: str
     started: str  #: UTC, ISO 8601
     seconds: float = 0.0
-    complete: bool = True  #: False if the watchdog ended the run after a row hung
+    complete: bool = True  #: False if the run ended early (a row hung, or Ctrl-C)
+    interrupted: bool = False  #: ended early by Ctrl-C (SIGINT) or SIGTERM
 
 
 class Progress:
@@ -205,11 +207,15 @@ def run_check(
     out: IO[str] | None = None,
     progress: IO[str] | None = None,
     on_finish: Sequence[OnFinish] = (),
+    interruptible: bool = False,
 ) -> int:
     """Run the selected rows on each backend, print the table; returns the exit status.
 
     ``progress``: a terminal to show a one-line status on while rows run. ``on_finish``:
     called with the run's :class:`RunInfo` and results when it ends (reports are written so).
+    ``interruptible`` (the command line; main thread only): SIGINT or SIGTERM cancels the
+    row running, prints the summary of the rows done, still calls ``on_finish`` (the report
+    says it is incomplete) and returns 130.
     """
     out = out if out is not None else sys.stdout
     zmq = import_zmq()
@@ -236,7 +242,6 @@ def run_check(
     status_line = Progress(progress, len(cases) * len(backends)) if progress else None
     if status_line is not None:
         table.before_print = status_line.clear
-    table.header()
     results: list[Result] = []
     started = time.perf_counter()
     info = RunInfo(
@@ -254,16 +259,26 @@ def run_check(
         failed = sum(r.status == "FAIL" for r in results)
         passed = sum(r.status == "PASS" for r in results)
         skipped = sum(r.status == "SKIP" for r in results)
-        verdict = "FAILED" if failed else "OK"
+        verdict = "INTERRUPTED" if info.interrupted else "FAILED" if failed else "OK"
         table.print(
             f"{verdict}: {len(results)} cases, {passed} passed, {failed} failed, "
             f"{skipped} skipped in {time.perf_counter() - started:.1f}s"
+            + (f" ({len(cases) * len(backends) - len(results)} not run)" if not complete else "")
         )
         info.seconds = time.perf_counter() - started
         info.complete = complete
         for finish in on_finish:
             finish(info, list(results))
+        if info.interrupted:
+            return 130
         return 1 if failed else 0
+
+    async def until_signalled(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                info.interrupted = True
+                scope.cancel()
+                return
 
     # Grouped by case name: all the rows of one case, on each backend in turn, then the next
     # case (one event loop per case and backend; starting one costs about a millisecond).
@@ -271,9 +286,23 @@ def run_check(
     for case in cases:
         groups.setdefault(case.name, []).append(case)
     try:
+        table.header()  # inside: a Ctrl-C from here on still gets the summary and the reports
         for group, backend in itertools.product(groups.values(), backends):
 
             async def run_rows(backend: str = backend, group: list[Case] = group) -> None:
+                try:
+                    async with anyio.create_task_group() as tg:
+                        if interruptible:
+                            tg.start_soon(until_signalled, tg.cancel_scope)
+                        await run_group(backend, group)
+                        tg.cancel_scope.cancel()
+                except Exception:
+                    # A row cut short by Ctrl-C may end in errors besides the cancellation
+                    # (a libzmq call in a worker thread timing out meanwhile): not the row's.
+                    if not info.interrupted:
+                        raise
+
+            async def run_group(backend: str, group: list[Case]) -> None:
                 for case in group:
                     log = None
                     if verbose:
@@ -301,12 +330,20 @@ def run_check(
                         result = await run_case(
                             case, backend, workdir=workdir, timeout=timeout, count=count, log=log
                         )
+                    if info.interrupted:
+                        return  # cut short by Ctrl-C: its outcome says nothing about the row
                     results.append(result)
                     table.row(result)
                     if status_line is not None:
                         status_line.done += 1
 
             anyio.run(run_rows, backend=backend)
+            if info.interrupted:
+                break
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        info.interrupted = True  # between two event loops, before the receiver was open
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return summary()
+    return summary(complete=not info.interrupted)
