@@ -18,6 +18,7 @@ from .codes import (
 from .config import QoSConfig
 from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
 from .socket import Handle, ReplyHandle, Socket, VerdictError
+from .stats import QoSStats
 
 __all__ = [
     "BadInput",
@@ -31,6 +32,7 @@ __all__ = [
     "ProcessingError",
     "ProcessingTimeout",
     "QoSConfig",
+    "QoSStats",
     "Receipt",
     "Rejected",
     "ReplyHandle",

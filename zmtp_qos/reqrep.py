@@ -30,6 +30,7 @@ from .anchor import describe
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed
 from .results import DeadLetter, DeadLetterError, NackError
 from .runtime import PeerState, QoSRuntime
+from .stats import QoSStats
 
 REQREP_TYPES = frozenset({"REQ", "REP"})
 
@@ -145,6 +146,23 @@ class ReqRepRuntime(QoSRuntime):
 
     def sweep(self) -> int:
         return 0
+
+    def stats(self) -> QoSStats:
+        """REQ: the one request awaiting its reply is in flight, pending for the REP it went
+        to (or, levels 2-3, the anchor it is pinned to while that REP is away)."""
+        req = self._req()
+        pending = req.pending_request if req is not None else None
+        if pending is None:
+            return QoSStats(self.level, dead_lettered=self.dead_lettered)
+        per_peer: dict[str, int] = {}
+        if self._pinned is not None and self._pinned[0] is pending[1]:
+            per_peer[describe(self._pinned[1])] = 1
+        elif self._orphan is not pending[1]:
+            pipe = pending[0]
+            state: PeerState | None = pipe.extension_state
+            if state is not None:
+                per_peer[self._peer_name(pipe, state)] = 1
+        return QoSStats(self.level, 1, per_peer, dead_lettered=self.dead_lettered)
 
     async def linger(self) -> None:
         return None

@@ -41,6 +41,7 @@ from .digest import DIGESTERS
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
+from .stats import QoSStats
 
 RECEIVING_TYPES = frozenset({"PULL", "GATHER"})
 SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
@@ -129,6 +130,36 @@ class QoSRuntime(SocketExtension):
     def in_flight(self) -> int:
         """Messages sent and not yet settled: queued, written, held or waiting to be retried."""
         return len(self.entries)
+
+    def pending_per_peer(self) -> dict[str, int]:
+        """Written-and-unsettled messages per peer, plus (levels 2-3) those held for a
+        disconnected anchor; peers by printable name, sorted."""
+        counts: dict[str, int] = {}
+        for key in self.tracker.peer_keys():
+            if isinstance(key, Pipe):
+                state: PeerState | None = key.extension_state
+                name = self._peer_name(key, state) if state is not None else key.endpoint
+            else:
+                name = describe(key if isinstance(key, bytes) else None)
+            counts[name] = counts.get(name, 0) + self.tracker.count(key)
+        for anchor, anchor_state in self.anchors.items():
+            if anchor_state.held:
+                name = describe(anchor)
+                counts[name] = counts.get(name, 0) + len(anchor_state.held)
+        return dict(sorted(counts.items()))
+
+    def stats(self) -> QoSStats:
+        """A snapshot of the counters (:class:`~zmtp_qos.stats.QoSStats`)."""
+        return QoSStats(
+            level=self.level,
+            in_flight=self.in_flight,
+            pending=self.pending_per_peer(),
+            retrying=self.retrying,
+            dedup=len(self.dedup),
+            awaiting_verdict=len(self.processing),
+            delivered=self.delivered,
+            dead_lettered=self.dead_lettered,
+        )
 
     @property
     def full(self) -> bool:

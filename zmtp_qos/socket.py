@@ -34,6 +34,7 @@ from .config import QoSConfig
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
+from .stats import QoSStats
 
 log = logging.getLogger("zmtp_qos")
 
@@ -210,6 +211,16 @@ class Socket:
 
     def monitor(self) -> zmtp.Monitor:
         return self.raw.monitor()
+
+    # ------------------------------------------------------------------ counters
+
+    def stats(self) -> QoSStats:
+        """The QoS counters now (a :class:`~zmtp_qos.QoSStats` snapshot; all zero at
+        level 0): in flight, pending per peer, retrying, dedup size, awaiting a verdict,
+        delivered and dead-lettered so far."""
+        if self.runtime is None:
+            return QoSStats(0)
+        return self.runtime.stats()
 
     # ------------------------------------------------------------------ send
 
