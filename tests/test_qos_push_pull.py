@@ -283,3 +283,36 @@ async def test_curve_public_keys_are_the_anchors(level: int) -> None:
             outcome = await receipt  # type: ignore[misc]
             assert isinstance(outcome, Delivered)
             assert outcome.peer == "curve:" + decode_key(server_public).hex()
+
+
+async def test_linger_keeps_retrying_a_message_in_back_off() -> None:
+    """A level-3 message NACKed retryably just before close is retried within linger
+    (docs/qos-protocol.md §5.3), not dead-lettered ``socket_closed`` at the deadline: the
+    retry timers used to stop when the close started."""
+    config = zmtp_qos.QoSConfig(backoff_base=0.5, backoff_max=0.5)
+    retried_while_lingering: list[bool] = []
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            push = zmtp_qos.Socket(zmtp.PUSH, qos=3, config=config, linger=5)
+            lingering = anyio.Event()
+
+            async def complete_the_retry() -> None:
+                handle = await pull.recv_handle()
+                retried_while_lingering.append(lingering.is_set())
+                handle.complete()
+
+            async with anyio.create_task_group() as tg:
+                async with push:
+                    events = push.monitor()
+                    await push.connect(ep)
+                    receipt = await push.send(b"work")
+                    (await pull.recv_handle()).reject(0x84, "busy")
+                    await events.wait_for(QoSRetried)  # in back-off now
+                    assert push.runtime is not None
+                    push.runtime.on_linger = lingering.set
+                    tg.start_soon(complete_the_retry)
+                # left the block: the close lingered while the retry went out and was COMPed
+                tg.cancel_scope.cancel()  # (before the fix: no retry ever came)
+            assert retried_while_lingering == [True]
+            assert isinstance(await receipt, Delivered)  # type: ignore[misc]

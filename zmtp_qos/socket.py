@@ -168,12 +168,26 @@ class Socket:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Socket:
-        await self.raw.__aenter__()
+        # The timer task group (retries, processing timeouts, sweeps) is entered before the
+        # raw socket and left after it: the timers keep running while close() lingers, so a
+        # message waiting for its back-off is retried within linger (docs/qos-protocol.md
+        # §5.3) instead of being dead-lettered at the deadline.
         self._cm = anyio.create_task_group()
         self._tg = await self._cm.__aenter__()
+        try:
+            await self.raw.__aenter__()
+        except BaseException:
+            await self._stop_timers()
+            raise
         if self.runtime is not None and self.level >= 2:
             self._tg.start_soon(self._sweeper)
         return self
+
+    async def _stop_timers(self) -> None:
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            await self._cm.__aexit__(None, None, None)
+            self._tg = None
 
     async def _sweeper(self) -> None:
         """Dead-letter sweep every dead_letter_timeout/4 (senders) and the dedup TTL sweep
@@ -192,16 +206,14 @@ class Socket:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._tg is not None:
-            # The timer task group was entered after the raw socket: it is left first.
-            self._tg.cancel_scope.cancel()
-            await self._cm.__aexit__(None, None, None)
-            self._tg = None
         try:
-            await self.raw.__aexit__(exc_type, exc, tb)
+            await self.raw.__aexit__(exc_type, exc, tb)  # linger runs here, timers alive
         finally:
-            if self.runtime is not None:
-                self.runtime.close_out()
+            try:
+                await self._stop_timers()
+            finally:
+                if self.runtime is not None:
+                    self.runtime.close_out()
 
     async def bind(self, endpoint: str) -> str:
         return await self.raw.bind(endpoint)
