@@ -144,8 +144,42 @@ class ReqRepRuntime(QoSRuntime):
             return  # not for the pending request: ignored
         req.fail_request(NackError(nack.code, nack.text))
 
+    #: The request found waiting with no REP to go to, and since when (see :meth:`sweep`).
+    _unplaced: tuple[Message, float] | None = None
+
     def sweep(self) -> int:
-        return 0
+        """REQ: a request that no REP has had for ``dead_letter_timeout`` (queued on a
+        ``connect()`` pipe that never connected, or, level 1, its REP gone with no other
+        connected) is dead-lettered ``peer_timeout``: the waiting ``recv`` raises
+        :class:`~zmtp_qos.DeadLetterError` and REQ is ready again. (A level 2-3 request
+        pinned to a REP that went away has its own timer, see :meth:`pipe_disconnected`.)
+        Counted from the first sweep that finds it so, as for PUSH."""
+        req = self._req()
+        pending = req.pending_request if req is not None else None
+        if req is None or pending is None:
+            self._unplaced = None
+            return 0
+        pipe, request = pending
+        pinned = self._pinned is not None and self._pinned[0] is request
+        unplaced = self._orphan is request or (not pipe.connected and not pinned)
+        if not unplaced:
+            self._unplaced = None
+            return 0
+        now = self.clock()
+        if self._unplaced is None or self._unplaced[0] is not request:
+            self._unplaced = (request, now)
+            return 0
+        if now - self._unplaced[1] < self.config.dead_letter_timeout:
+            return 0
+        self._unplaced = None
+        self._orphan = None
+        if not pipe.connected:
+            pipe.outbox.clear()  # never written: it must not go out when a REP comes
+        letter = DeadLetter(list(request), "peer_timeout", "")
+        self.dead_lettered += 1
+        self._event(QoSDeadLettered(pipe.endpoint, "", "peer_timeout"))
+        req.fail_request(DeadLetterError(letter))
+        return 1
 
     def stats(self) -> QoSStats:
         """REQ: the one request awaiting its reply is in flight, pending for the REP it went

@@ -158,6 +158,7 @@ class Socket:
                 schedule=self._schedule,
             )
             self.runtime.emit = self.raw.engine.emit
+            self.runtime.pipes = lambda: self.raw.engine.pipes
             if isinstance(self.runtime, ReqRepRuntime):
                 self._reqrep = self.runtime
                 strategy = self.raw.engine.strategy
@@ -179,7 +180,8 @@ class Socket:
         except BaseException:
             await self._stop_timers()
             raise
-        if self.runtime is not None and self.level >= 2:
+        kind = self.raw.socket_type
+        if self.runtime is not None and (self.level >= 2 or kind in SENDING_TYPES | {"REQ"}):
             self._tg.start_soon(self._sweeper)
         return self
 
@@ -190,8 +192,9 @@ class Socket:
             self._tg = None
 
     async def _sweeper(self) -> None:
-        """Dead-letter sweep every dead_letter_timeout/4 (senders) and the dedup TTL sweep
-        every dedup_ttl/2 (receivers): the reference never ran the latter."""
+        """Dead-letter sweep every dead_letter_timeout/4 (senders, every level) and the dedup
+        TTL sweep every dedup_ttl/2 (receivers, levels 2-3): the reference never ran the
+        latter."""
         runtime = self.runtime
         assert runtime is not None
         config = self.config
