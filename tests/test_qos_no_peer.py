@@ -153,3 +153,30 @@ async def test_level1_req_whose_rep_went_with_no_other_raises_dead_letter_error(
             with pytest.raises(DeadLetterError) as caught:
                 await req.recv()
             assert caught.value.letter.reason == "peer_timeout"
+
+
+async def test_dead_letter_streams_listen_from_creation_and_each_sees_every_letter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``sock.dead_letters()`` listens from the call, not from the first ``__anext__`` (it
+    was an async generator: a letter before the first read was missed and logged)."""
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PUSH, qos=2, config=CONFIG, linger=0) as push:
+            first, second = push.dead_letters(), push.dead_letters()
+            await push.connect(_nowhere("inproc"))
+            receipts = [await push.send(b"a"), await push.send(b"b")]
+            for receipt in receipts:
+                await receipt  # type: ignore[misc]
+            for stream in (first, second):  # read only now: nothing was missed
+                assert [(await stream.__anext__()).parts for _ in range(2)] == [[b"a"], [b"b"]]
+            async with second:
+                pass  # closed
+            with caplog.at_level("WARNING", logger="zmtp_qos"):
+                await push.send(b"c")
+                assert (await first.__anext__()).parts == [b"c"]
+                await first.aclose()
+                with pytest.raises(StopAsyncIteration):
+                    await second.__anext__()
+                await push.send(b"d")  # nobody awaits it, no stream open: logged
+                while not [r for r in caplog.records if r.name == "zmtp_qos"]:
+                    await anyio.sleep(0.05)

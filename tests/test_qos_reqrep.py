@@ -307,3 +307,40 @@ async def test_poller_reports_a_failed_request_readable_and_recv_raises_it() -> 
             with pytest.raises(NackError):
                 await req.recv()
             assert not req.raw.readable()
+
+
+def test_only_qos_push_and_scatter_give_receipts() -> None:
+    for kind in (zmtp.PUSH, zmtp.SCATTER):
+        assert zmtp_qos.Socket(kind, qos=1).gives_receipts
+        assert not zmtp_qos.Socket(kind, qos=0).gives_receipts
+    for kind in (zmtp.REQ, zmtp.REP):
+        for level in (1, 2, 3):
+            assert not zmtp_qos.Socket(kind, qos=level).gives_receipts
+
+
+async def test_a_dead_lettered_request_is_in_the_dead_letter_stream_and_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No receipt, but the socket-wide stream sees a REQ's dead letters too (and the
+    unconsumed-dead-letter warning stays quiet: recv raises it)."""
+    config = QoSConfig(dead_letter_timeout=0.3)
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.REQ, qos=2, config=config, linger=0) as req:
+            ep = await req.bind("tcp://127.0.0.1:*")
+            async with zmtp_qos.Socket(zmtp.REP, qos=2, identity=b"rep-A", linger=0) as a:
+                await a.connect(ep)
+                assert await req.send(b"job") is None
+                assert await a.recv() == b"job"
+            letters = req.dead_letters()
+            with pytest.raises(DeadLetterError) as caught:
+                await req.recv()
+            streamed = await letters.__anext__()
+            assert streamed == caught.value.letter
+            assert (streamed.reason, streamed.peer) == ("peer_timeout", "rep-A")
+        # Nobody reads a stream now: the error from recv is the report, nothing logged.
+        async with zmtp_qos.Socket(zmtp.REQ, qos=2, config=config, linger=0) as req:
+            await req.connect("inproc://qos-reqrep-nobody-" + os.urandom(6).hex())
+            await req.send(b"lonely")
+            with caplog.at_level("WARNING", logger="zmtp_qos"), pytest.raises(DeadLetterError):
+                await req.recv()
+            assert not [r for r in caplog.records if r.name == "zmtp_qos"]

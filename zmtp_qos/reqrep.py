@@ -28,7 +28,7 @@ from zmtp.routing.req_rep import Rep, Req
 from . import commands
 from .anchor import describe
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed
-from .results import DeadLetter, DeadLetterError, NackError
+from .results import DeadLetter, DeadLetterError, NackError, Receipt
 from .runtime import PeerState, QoSRuntime
 from .stats import QoSStats
 
@@ -114,9 +114,7 @@ class ReqRepRuntime(QoSRuntime):
                 return
             self._pinned = None
             letter = DeadLetter(list(request), "peer_timeout", describe(anchor))
-            self.dead_lettered += 1
-            self._event(QoSDeadLettered(pipe.endpoint, describe(anchor), "peer_timeout"))
-            req.fail_request(DeadLetterError(letter))
+            self._dead_letter_request(req, pipe, letter)
 
         self.schedule(self.config.dead_letter_timeout, expire)
 
@@ -175,11 +173,20 @@ class ReqRepRuntime(QoSRuntime):
         self._orphan = None
         if not pipe.connected:
             pipe.outbox.clear()  # never written: it must not go out when a REP comes
-        letter = DeadLetter(list(request), "peer_timeout", "")
-        self.dead_lettered += 1
-        self._event(QoSDeadLettered(pipe.endpoint, "", "peer_timeout"))
-        req.fail_request(DeadLetterError(letter))
+        self._dead_letter_request(req, pipe, DeadLetter(list(request), "peer_timeout", ""))
         return 1
+
+    def _dead_letter_request(self, req: Req, pipe: Pipe, letter: DeadLetter) -> None:
+        """Give up on the pending request: counted, a monitor event, the socket's dead-letter
+        stream (never the unconsumed-dead-letter warning: the waiting ``recv`` raises it),
+        and REQ's ``recv`` raises :class:`~zmtp_qos.DeadLetterError`, REQ ready again."""
+        self.dead_lettered += 1
+        self._event(QoSDeadLettered(pipe.endpoint, letter.peer, letter.reason))
+        receipt = Receipt()
+        receipt.observed = True  # recv raises it: no warning
+        receipt.resolve(letter)
+        self.on_dead_letter(letter, receipt)
+        req.fail_request(DeadLetterError(letter))
 
     def stats(self) -> QoSStats:
         """REQ: the one request awaiting its reply is in flight, pending for the REP it went

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -31,6 +32,7 @@ from zmtp.timeouts import call_timeout
 from .codes import TIMEOUT as NACK_TIMEOUT
 from .codes import code_for_exception, cut_text
 from .config import QoSConfig
+from .letters import DeadLetterStream
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
@@ -134,9 +136,7 @@ class Socket:
             options["identity"] = b"qos-" + os.urandom(8).hex().encode()  # a stable anchor
         self.raw = zmtp.Socket(socket_type, **options)
         self._tg: TaskGroup | None = None
-        self._letters: deque[DeadLetter] = deque()
-        self._letters_wakeup: anyio.Event | None = None
-        self._letter_readers = 0
+        self._letter_streams: weakref.WeakSet[DeadLetterStream] = weakref.WeakSet()
         self._handles: deque[Handle] = deque()
         self._handles_wakeup: anyio.Event | None = None
         self.runtime: QoSRuntime | None = None
@@ -227,6 +227,13 @@ class Socket:
     def monitor(self) -> zmtp.Monitor:
         return self.raw.monitor()
 
+    @property
+    def gives_receipts(self) -> bool:
+        """Whether ``send`` returns a :class:`~zmtp_qos.Receipt`: PUSH and SCATTER at
+        QoS >= 1. (REQ: the reply is the acknowledgement and ``recv`` raises the failures;
+        REP, PULL, GATHER and level 0: nothing to acknowledge.)"""
+        return self.runtime is not None and self._reqrep is None
+
     # ------------------------------------------------------------------ counters
 
     def stats(self) -> QoSStats:
@@ -244,7 +251,11 @@ class Socket:
         return await self.send_multipart([data])
 
     async def send_multipart(self, parts: list[bytes]) -> Receipt | None:
-        """Send a message; at QoS >= 1 the returned receipt resolves to its outcome."""
+        """Send a message. PUSH and SCATTER at QoS >= 1: a :class:`~zmtp_qos.Receipt` that
+        resolves to ``Delivered`` or a ``DeadLetter``. None at level 0, and from REQ and REP
+        at every level: a REQ's acknowledgement is its reply, so its request's fate comes
+        from ``recv`` (the reply, or ``NackError`` / ``DeadLetterError`` raised), and a
+        REP's reply is not acknowledged at all (docs/qos-protocol.md §5.2)."""
         if self.runtime is None:
             await self.raw.send_multipart(parts)
             return None
@@ -336,24 +347,17 @@ class Socket:
 
     # ------------------------------------------------------------------ dead letters
 
-    async def dead_letters(self) -> AsyncIterator[DeadLetter]:
-        """Every dead letter of this socket, as they happen."""
-        self._letter_readers += 1
-        try:
-            while True:
-                while not self._letters:
-                    self._letters_wakeup = anyio.Event()
-                    await self._letters_wakeup.wait()
-                yield self._letters.popleft()
-        finally:
-            self._letter_readers -= 1
+    def dead_letters(self) -> DeadLetterStream:
+        """Every dead letter of this socket from now on, as they happen: ``async for
+        letter in sock.dead_letters():``. It listens from this call (keep the stream while
+        you need it; every open stream sees every letter), see :mod:`zmtp_qos.letters`."""
+        return DeadLetterStream(self._letter_streams)
 
     def _on_dead_letter(self, letter: DeadLetter, receipt: Receipt) -> None:
-        if self._letter_readers:
-            self._letters.append(letter)
-            if self._letters_wakeup is not None:
-                self._letters_wakeup.set()
-        elif not receipt.observed:
+        streams = list(self._letter_streams)
+        for stream in streams:
+            stream.put(letter)
+        if not streams and not receipt.observed:
             log.warning("dead letter (%s) for %s: %r", letter.reason, letter.peer, letter.parts[:1])
 
     # ------------------------------------------------------------------ timers
