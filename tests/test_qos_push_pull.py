@@ -316,3 +316,25 @@ async def test_linger_keeps_retrying_a_message_in_back_off() -> None:
                 tg.cancel_scope.cancel()  # (before the fix: no retry ever came)
             assert retried_while_lingering == [True]
             assert isinstance(await receipt, Delivered)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+async def test_an_immediate_ack_finds_its_message(level: int) -> None:
+    """Reference shortcoming 6: it wrote before tracking, so an ACK arriving at once was for
+    an unknown digest and ignored. On inproc the receiver's ACK comes back inside the very
+    hand-over (before ``send`` returns): the message must already be tracked."""
+    endpoint = _endpoint("inproc")
+    with anyio.fail_after(20):
+        async with (
+            zmtp_qos.Socket(zmtp.PULL, qos=level) as pull,
+            zmtp_qos.Socket(zmtp.PUSH, qos=level) as push,
+        ):
+            events = push.monitor()
+            await pull.bind(endpoint)
+            await push.connect(endpoint)
+            await events.wait_for(zmtp.HandshakeSucceeded)
+            receipt = await push.send(b"at once")
+            assert receipt is not None and receipt.done  # settled by the immediate ACK
+            assert isinstance(receipt.outcome, Delivered)
+            assert push.stats().in_flight == 0
+            assert await pull.recv() == b"at once"
