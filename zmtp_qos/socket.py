@@ -43,6 +43,15 @@ log = logging.getLogger("zmtp_qos")
 FAN_OUT_TYPES = frozenset({"PUB", "SUB", "XPUB", "XSUB", "RADIO", "DISH"})
 
 
+def _preview(parts: list[bytes], limit: int = 60) -> str:
+    """A short, printable view of a message for a log line (never the whole body: a dead
+    letter can be megabytes)."""
+    first = parts[0] if parts else b""
+    shown = repr(first[:limit]) + ("..." if len(first) > limit else "")
+    more = f" (+{len(parts) - 1} parts)" if len(parts) > 1 else ""
+    return f"{len(first)} bytes {shown}{more}"
+
+
 class VerdictError(RuntimeError):
     """A level-3 handle was given a second verdict (or one after its processing timeout)."""
 
@@ -358,7 +367,8 @@ class Socket:
         for stream in streams:
             stream.put(letter)
         if not streams and not receipt.observed:
-            log.warning("dead letter (%s) for %s: %r", letter.reason, letter.peer, letter.parts[:1])
+            peer = letter.peer or "no peer"
+            log.warning("dead letter (%s) for %s: %s", letter.reason, peer, _preview(letter.parts))
 
     # ------------------------------------------------------------------ timers
 
