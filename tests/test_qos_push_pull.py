@@ -10,9 +10,11 @@ import pytest
 
 import zmtp
 import zmtp_qos
+from tests.test_qos_captures import _port, _read_until
+from tests.test_qos_reconnect import _raw_peer
 from zmtp.crypto.keys import decode_key
 from zmtp_qos import Delivered
-from zmtp_qos.events import QoSRetried
+from zmtp_qos.events import QoSDeadLettered, QoSRetried
 from zmtp_qos.socket import Handle, VerdictError
 
 pytestmark = pytest.mark.anyio
@@ -338,3 +340,24 @@ async def test_an_immediate_ack_finds_its_message(level: int) -> None:
             assert isinstance(receipt.outcome, Delivered)
             assert push.stats().in_flight == 0
             assert await pull.recv() == b"at once"
+
+
+@pytest.mark.parametrize(("level", "reason"), [(1, "dropped_at_close"), (2, "socket_closed")])
+async def test_what_is_pending_at_the_linger_deadline_is_reported(level: int, reason: str) -> None:
+    """Close waited ``linger`` for an ACK that never came: the receipt resolves to a dead
+    letter (level 1: ``dropped_at_close``) and the monitor reports it before it stops."""
+    with anyio.fail_after(20):
+        push = zmtp_qos.Socket(zmtp.PUSH, qos=level, linger=0.3)
+        async with push:
+            events = push.monitor()
+            ep = await push.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PULL", b"receiver-A", level)  # never ACKs
+            await events.wait_for(zmtp.HandshakeSucceeded)
+            receipt = await push.send(b"unanswered")
+            await _read_until(raw, bytearray(), 2)  # it was written
+        letter = await receipt  # type: ignore[misc]
+        assert isinstance(letter, zmtp_qos.DeadLetter) and letter.reason == reason
+        seen = [event async for event in events]  # ends with MonitorStopped
+        dead = [e for e in seen if isinstance(e, QoSDeadLettered)]
+        assert [e.reason for e in dead] == [reason]
+        await raw.aclose()
