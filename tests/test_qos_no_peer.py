@@ -180,3 +180,23 @@ async def test_dead_letter_streams_listen_from_creation_and_each_sees_every_lett
                 await push.send(b"d")  # nobody awaits it, no stream open: logged
                 while not [r for r in caplog.records if r.name == "zmtp_qos"]:
                     await anyio.sleep(0.05)
+
+
+async def test_a_dead_letter_stream_ends_when_the_socket_closes() -> None:
+    """``async for`` over the stream finishes at close, after the letters of the close."""
+    got: list[str] = []
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            push = zmtp_qos.Socket(zmtp.PUSH, qos=2, config=CONFIG, linger=0)
+            async with push:
+                letters = push.dead_letters()
+
+                async def read_all() -> None:
+                    async for letter in letters:
+                        got.append(letter.reason)
+
+                tg.start_soon(read_all)
+                await push.connect(_nowhere("inproc"))
+                await push.send(b"dropped at close")  # linger=0: socket_closed at once
+            # read_all() returns by itself: the task group exits without cancelling it
+    assert got == ["socket_closed"]

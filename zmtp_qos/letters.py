@@ -3,8 +3,9 @@
 A stream receives every dead letter from the moment it is *created*, not from its first
 ``__anext__`` (an async generator would start listening only then, and a letter in between
 would be missed, or logged as unconsumed). Every open stream sees every letter. A stream is
-closed by ``aclose()``, by leaving ``async with``, or by being dropped (the socket holds its
-streams weakly); with no stream open, a dead letter whose receipt nobody awaited is logged.
+closed by ``aclose()``, by leaving ``async with``, when the socket has closed (after the
+letters of the close), or by being dropped (the socket holds its streams weakly); with no
+stream open, a dead letter whose receipt nobody awaited is logged.
 """
 
 from __future__ import annotations
@@ -44,11 +45,16 @@ class DeadLetterStream:
             await self._wakeup.wait()
         return self._letters.popleft()
 
-    async def aclose(self) -> None:
-        """Stop receiving letters (those already received can still be read)."""
+    def end(self) -> None:
+        """Stop receiving letters: those already received can still be read, then the
+        iteration ends (the socket calls this when it has closed)."""
         self._streams.discard(self)
         if self._wakeup is not None:
             self._wakeup.set()
+
+    async def aclose(self) -> None:
+        """:meth:`end`, as an async iterator's ``aclose``."""
+        self.end()
 
     async def __aenter__(self) -> DeadLetterStream:
         return self

@@ -226,6 +226,8 @@ class Socket:
             finally:
                 if self.runtime is not None:
                     self.runtime.close_out()
+                for stream in list(self._letter_streams):
+                    stream.end()  # an `async for` over it finishes once it is read
 
     async def bind(self, endpoint: str) -> str:
         return await self.raw.bind(endpoint)
