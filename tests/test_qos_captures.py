@@ -3,7 +3,9 @@
 Receiver: each capture's client (PUSH) bytes are played into a zmtp PULL at that level over a
 raw TCP socket, and every ACK/COMP/NACK we answer must equal the captured one. Sender (the
 mirror): a zmtp PUSH sends the captured messages to a raw TCP server that answers with the
-captured receiver bytes, and every data frame and CLR it writes must equal the captured ones.
+captured receiver bytes (each answer once the message it answers was written, so retries after
+a retryable NACK are driven as the reference's were), and every data frame and CLR it writes
+must equal the captured ones. Every capture is played both ways.
 The greeting and READY are skipped (our READY carries other identities and property order).
 """
 
@@ -19,12 +21,21 @@ import zmtp
 import zmtp_qos
 from tests._vectors import VECTORS_DIR
 from zmtp_qos import Delivered
+from zmtp_qos.events import QoSRetried
 
 pytestmark = pytest.mark.anyio
 
 CAPTURES = VECTORS_DIR / "omq-qos-captures"
 GREETING = 64
 MESSAGES = [[b"cap-1"], [b"cap-2a", b"cap-2b"], [b"L" * 300]]
+CAPTURE_NAMES = ["qos1", "qos2", "qos3-terminal-nack", "qos3-retryable-nack"]
+#: (capture, level, messages the application sees: retries included)
+RECEIVER_CASES = [
+    ("qos1", 1, 3),
+    ("qos2", 2, 3),
+    ("qos3-terminal-nack", 3, 3),
+    ("qos3-retryable-nack", 3, 5),
+]
 
 
 def _frames(data: bytes) -> list[bytes]:
@@ -105,10 +116,7 @@ async def _verdicts(pull: zmtp_qos.Socket, name: str, count: int) -> None:
             handle.complete()
 
 
-@pytest.mark.parametrize(
-    ("name", "level", "deliveries"),
-    [("qos1", 1, 3), ("qos2", 2, 3), ("qos3-terminal-nack", 3, 3), ("qos3-retryable-nack", 3, 5)],
-)
+@pytest.mark.parametrize(("name", "level", "deliveries"), RECEIVER_CASES)
 async def test_receiver_answers_as_the_reference(name: str, level: int, deliveries: int) -> None:
     client = _capture(name, "c2s")
     expected = _after_ready(_capture(name, "s2c"))
@@ -129,14 +137,43 @@ async def test_receiver_answers_as_the_reference(name: str, level: int, deliveri
                 assert _after_ready(bytes(buf)) == expected
 
 
-@pytest.mark.parametrize("name", ["qos1", "qos2", "qos3-terminal-nack"])
+def _data_messages(data: bytes) -> int:
+    """How many complete data messages (not commands) ``data`` holds after the greeting."""
+    return sum(1 for f in _frames(data) if not f[0] & 0x04 and not f[0] & 0x01)
+
+
+async def _serve_answers(
+    stream: SocketStream, server: bytes, got: bytearray, expected_frames: int
+) -> None:
+    """Play a captured receiver: its greeting and READY, then its k-th answer (ACK, COMP,
+    NACK) once the client has written its k-th data message (each answer of the captures
+    is to the next message in the client's order, retries included). Answers already due
+    go out in one write, as the reference's did, so a NACK's retry cannot overtake the
+    answers that came with it."""
+    frames = _frames(server)
+    ready_end = GREETING + len(frames[0])
+    await stream.send(server[:ready_end])
+    due = bytearray()
+    for k, answer in enumerate(frames[1:]):
+        if _data_messages(bytes(got)) < k + 1:
+            if due:
+                await stream.send(bytes(due))
+                due.clear()
+            while _data_messages(bytes(got)) < k + 1:
+                got += await stream.receive()
+        due += answer
+    await stream.send(bytes(due))
+    await _read_until(stream, got, expected_frames)
+
+
+@pytest.mark.parametrize("name", CAPTURE_NAMES)
 async def test_sender_writes_as_the_reference(name: str) -> None:
+    """The mirror: our PUSH, answered with the captured receiver bytes, writes the captured
+    data and CLR frames, in order: for ``qos3-retryable-nack`` the retry after each NACK
+    0x84 (the same bytes again, after back-off), then the CLR after the final COMP."""
     level = int(name[3])
     server = _capture(name, "s2c")
-    server_frames = _frames(server)
-    ready_end = GREETING + len(server_frames[0])
     expected = _after_ready(_capture(name, "c2s"))
-    data_frames = 4  # cap-1, cap-2a, cap-2b, L*300
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)  # type: ignore[attr-defined]
     got = bytearray()
@@ -144,17 +181,17 @@ async def test_sender_writes_as_the_reference(name: str) -> None:
 
     async def serve(stream: SocketStream) -> None:
         async with stream:
-            await stream.send(server[:ready_end])  # greeting and READY
-            await _read_until(stream, got, 1 + data_frames)  # our READY and the data
-            await stream.send(server[ready_end:])  # the captured ACK/COMP/NACK
-            await _read_until(stream, got, 1 + len(expected))
+            await _serve_answers(stream, server, got, 1 + len(expected))
             all_written.set()
             await anyio.sleep_forever()
 
+    # Back-off long enough that a retry never overtakes the answers written with its NACK.
+    config = zmtp_qos.QoSConfig(backoff_base=0.2, backoff_max=0.4)
     with anyio.fail_after(20):
         async with listener, anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, serve)
-            async with zmtp_qos.Socket(zmtp.PUSH, qos=level, linger=0) as push:
+            async with zmtp_qos.Socket(zmtp.PUSH, qos=level, config=config, linger=0) as push:
+                events = push.monitor()
                 await push.connect(f"tcp://127.0.0.1:{port}")
                 receipts = [await push.send_multipart(parts) for parts in MESSAGES]
                 outcomes = [await r for r in receipts]  # type: ignore[misc]
@@ -166,4 +203,19 @@ async def test_sender_writes_as_the_reference(name: str) -> None:
                     assert [type(o) for o in (outcomes[0], outcomes[2])] == [Delivered] * 2
                 else:
                     assert all(isinstance(o, Delivered) for o in outcomes)
+                if name == "qos3-retryable-nack":
+                    for retry in (1, 2):
+                        event = await events.wait_for(QoSRetried)
+                        assert isinstance(event, QoSRetried)
+                        assert (event.code, event.retry) == (0x84, retry)
             tg.cancel_scope.cancel()
+
+
+def test_every_capture_is_played_both_ways() -> None:
+    """Each capture in the vectors is used by the receiver test and by the sender mirror."""
+    on_disk = {p.name.split(".conn1.")[0] for p in CAPTURES.glob("*.conn1.*.bin")}
+    assert on_disk == set(CAPTURE_NAMES)
+    for name in CAPTURE_NAMES:
+        assert (CAPTURES / f"{name}.conn1.c2s.bin").is_file()
+        assert (CAPTURES / f"{name}.conn1.s2c.bin").is_file()
+    assert {case[0] for case in RECEIVER_CASES} == set(CAPTURE_NAMES)

@@ -10,9 +10,11 @@ import pytest
 
 import zmtp
 import zmtp_qos
+from tests.test_qos_captures import _port, _read_until
+from tests.test_qos_reconnect import _raw_peer
 from zmtp.crypto.keys import decode_key
 from zmtp_qos import Delivered
-from zmtp_qos.events import QoSRetried
+from zmtp_qos.events import QoSDeadLettered, QoSRetried
 from zmtp_qos.socket import Handle, VerdictError
 
 pytestmark = pytest.mark.anyio
@@ -283,3 +285,79 @@ async def test_curve_public_keys_are_the_anchors(level: int) -> None:
             outcome = await receipt  # type: ignore[misc]
             assert isinstance(outcome, Delivered)
             assert outcome.peer == "curve:" + decode_key(server_public).hex()
+
+
+async def test_linger_keeps_retrying_a_message_in_back_off() -> None:
+    """A level-3 message NACKed retryably just before close is retried within linger
+    (docs/qos-protocol.md §5.3), not dead-lettered ``socket_closed`` at the deadline: the
+    retry timers used to stop when the close started."""
+    config = zmtp_qos.QoSConfig(backoff_base=0.5, backoff_max=0.5)
+    retried_while_lingering: list[bool] = []
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            push = zmtp_qos.Socket(zmtp.PUSH, qos=3, config=config, linger=5)
+            lingering = anyio.Event()
+
+            async def complete_the_retry() -> None:
+                handle = await pull.recv_handle()
+                retried_while_lingering.append(lingering.is_set())
+                handle.complete()
+
+            async with anyio.create_task_group() as tg:
+                async with push:
+                    events = push.monitor()
+                    await push.connect(ep)
+                    receipt = await push.send(b"work")
+                    (await pull.recv_handle()).reject(0x84, "busy")
+                    await events.wait_for(QoSRetried)  # in back-off now
+                    assert push.runtime is not None
+                    push.runtime.on_linger = lingering.set
+                    tg.start_soon(complete_the_retry)
+                # left the block: the close lingered while the retry went out and was COMPed
+                tg.cancel_scope.cancel()  # (before the fix: no retry ever came)
+            assert retried_while_lingering == [True]
+            assert isinstance(await receipt, Delivered)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+async def test_an_immediate_ack_finds_its_message(level: int) -> None:
+    """Reference shortcoming 6: it wrote before tracking, so an ACK arriving at once was for
+    an unknown digest and ignored. On inproc the receiver's ACK comes back inside the very
+    hand-over (before ``send`` returns): the message must already be tracked."""
+    endpoint = _endpoint("inproc")
+    with anyio.fail_after(20):
+        async with (
+            zmtp_qos.Socket(zmtp.PULL, qos=level) as pull,
+            zmtp_qos.Socket(zmtp.PUSH, qos=level) as push,
+        ):
+            events = push.monitor()
+            await pull.bind(endpoint)
+            await push.connect(endpoint)
+            await events.wait_for(zmtp.HandshakeSucceeded)
+            receipt = await push.send(b"at once")
+            assert receipt is not None and receipt.done  # settled by the immediate ACK
+            assert isinstance(receipt.outcome, Delivered)
+            assert push.stats().in_flight == 0
+            assert await pull.recv() == b"at once"
+
+
+@pytest.mark.parametrize(("level", "reason"), [(1, "dropped_at_close"), (2, "socket_closed")])
+async def test_what_is_pending_at_the_linger_deadline_is_reported(level: int, reason: str) -> None:
+    """Close waited ``linger`` for an ACK that never came: the receipt resolves to a dead
+    letter (level 1: ``dropped_at_close``) and the monitor reports it before it stops."""
+    with anyio.fail_after(20):
+        push = zmtp_qos.Socket(zmtp.PUSH, qos=level, linger=0.3)
+        async with push:
+            events = push.monitor()
+            ep = await push.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PULL", b"receiver-A", level)  # never ACKs
+            await events.wait_for(zmtp.HandshakeSucceeded)
+            receipt = await push.send(b"unanswered")
+            await _read_until(raw, bytearray(), 2)  # it was written
+        letter = await receipt  # type: ignore[misc]
+        assert isinstance(letter, zmtp_qos.DeadLetter) and letter.reason == reason
+        seen = [event async for event in events]  # ends with MonitorStopped
+        dead = [e for e in seen if isinstance(e, QoSDeadLettered)]
+        assert [e.reason for e in dead] == [reason]
+        await raw.aclose()

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 
 import anyio
 import pytest
@@ -24,7 +25,13 @@ pytestmark = pytest.mark.anyio
 def _endpoint(transport: str) -> str:
     if transport == "inproc":
         return "inproc://qos-reqrep-" + os.urandom(6).hex()
+    if transport == "ipc":
+        return f"ipc://{tempfile.gettempdir()}/zmtp-qos-reqrep-{os.urandom(6).hex()}.sock"
     return "tcp://127.0.0.1:*"
+
+
+TRANSPORTS = ["tcp", "ipc", "inproc"]
+PROCESS_TRANSPORTS = ["tcp", "ipc"]  #: a SIGKILLed peer lives in another process
 
 
 async def _answer(rep: zmtp_qos.Socket, reply: bytes) -> bytes:
@@ -83,14 +90,15 @@ anyio.run(main, backend=sys.argv[2])
 """
 
 
+@pytest.mark.parametrize("transport", PROCESS_TRANSPORTS)
 async def test_level1_request_re_sent_to_another_rep_when_its_rep_is_sigkilled(
-    anyio_backend: str,
+    anyio_backend: str, transport: str
 ) -> None:
     backend = anyio_backend if isinstance(anyio_backend, str) else anyio_backend[0]
     with anyio.fail_after(60):
         async with zmtp_qos.Socket(zmtp.REQ, qos=1, linger=0) as req:
             events = req.monitor()
-            ep = await req.bind("tcp://127.0.0.1:*")
+            ep = await req.bind(_endpoint(transport))
             victim = await anyio.open_process(
                 [sys.executable, "-c", VICTIM, ep, backend],
                 env={**os.environ, "PYTHONPATH": os.getcwd()},
@@ -120,10 +128,82 @@ async def test_level1_request_re_sent_to_another_rep_when_its_rep_is_sigkilled(
                 await victim.wait()
 
 
-async def test_level1_request_waits_for_the_next_rep_to_connect() -> None:
+PINNED_VICTIM = r"""
+import sys, anyio, zmtp, zmtp_qos
+
+async def main():
+    level = int(sys.argv[3])
+    async with zmtp_qos.Socket(zmtp.REP, qos=level, identity=b"rep-A") as rep:
+        await rep.connect(sys.argv[1])
+        got = await rep.recv()
+        print(got.parts[0] if level == 3 else got, flush=True)  # then never answer
+        await anyio.sleep_forever()
+
+anyio.run(main, backend=sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("transport", PROCESS_TRANSPORTS)
+@pytest.mark.parametrize("level", [2, 3])
+@pytest.mark.parametrize("comes_back", [True, False])
+async def test_levels_2_3_rep_sigkilled_mid_request(
+    anyio_backend: str, level: int, transport: str, comes_back: bool
+) -> None:
+    """The REP process holding the request is SIGKILLed. No fail-over: another REP gets
+    nothing; the same anchor coming back gets the request again and its reply is the
+    answer; if it never comes back, REQ's recv raises the dead letter and REQ is ready."""
+    backend = anyio_backend if isinstance(anyio_backend, str) else anyio_backend[0]
+    config = QoSConfig(dead_letter_timeout=0.5 if not comes_back else 30)
+    with anyio.fail_after(60):
+        async with zmtp_qos.Socket(zmtp.REQ, qos=level, config=config, linger=0) as req:
+            events = req.monitor()
+            ep = await req.bind(_endpoint(transport))
+            victim = await anyio.open_process(
+                [sys.executable, "-c", PINNED_VICTIM, ep, backend, str(level)],
+                env={**os.environ, "PYTHONPATH": os.getcwd()},
+                stdout=subprocess.PIPE,
+            )
+            try:
+                await events.wait_for(zmtp.HandshakeSucceeded)
+                await req.send(b"pinned job")
+                assert victim.stdout is not None
+                assert b"pinned job" in await victim.stdout.receive()  # the victim has it
+                async with zmtp_qos.Socket(zmtp.REP, qos=level, identity=b"rep-B") as other:
+                    await other.connect(ep)
+                    await events.wait_for(zmtp.HandshakeSucceeded)
+                    victim.send_signal(signal.SIGKILL)
+                    await victim.wait()
+                    await events.wait_for(zmtp.Disconnected)
+                    if comes_back:
+                        async with zmtp_qos.Socket(zmtp.REP, qos=level, identity=b"rep-A") as a:
+                            await a.connect(ep)
+                            async with anyio.create_task_group() as tg:
+                                tg.start_soon(_answer, a, b"from rep-A again")
+                                assert await req.recv() == b"from rep-A again"
+                            replayed = await events.wait_for(QoSReplayed)
+                            assert isinstance(replayed, QoSReplayed)
+                            assert replayed.peer == "rep-A"
+                    else:
+                        with pytest.raises(DeadLetterError) as caught:
+                            await req.recv()
+                        letter = caught.value.letter
+                        assert (letter.reason, letter.peer) == ("peer_timeout", "rep-A")
+                    assert not other.raw.readable()  # no fail-over at level >= 2
+                    async with anyio.create_task_group() as tg:  # REQ is ready again
+                        tg.start_soon(_answer, other, b"next")
+                        await req.send(b"after")
+                        assert await req.recv() == b"next"
+            finally:
+                if victim.returncode is None:
+                    victim.kill()
+                await victim.wait()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_level1_request_waits_for_the_next_rep_to_connect(transport: str) -> None:
     with anyio.fail_after(20):
         async with zmtp_qos.Socket(zmtp.REQ, qos=1, linger=0) as req:
-            ep = await req.bind("tcp://127.0.0.1:*")
+            ep = await req.bind(_endpoint(transport))
             async with zmtp_qos.Socket(zmtp.REP, qos=1, linger=0) as first:
                 await first.connect(ep)
                 await req.send(b"job")
@@ -136,12 +216,15 @@ async def test_level1_request_waits_for_the_next_rep_to_connect() -> None:
                     assert await req.recv() == b"done"
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("level", [2, 3])
-async def test_level2_request_re_sent_to_the_same_anchor_when_it_reconnects(level: int) -> None:
+async def test_level2_request_re_sent_to_the_same_anchor_when_it_reconnects(
+    level: int, transport: str
+) -> None:
     with anyio.fail_after(20):
         async with zmtp_qos.Socket(zmtp.REQ, qos=level, linger=0) as req:
             events = req.monitor()
-            ep = await req.bind("tcp://127.0.0.1:*")
+            ep = await req.bind(_endpoint(transport))
             async with zmtp_qos.Socket(zmtp.REP, qos=level, identity=b"rep-A", linger=0) as a:
                 await a.connect(ep)
                 await req.send(b"job")
@@ -162,12 +245,15 @@ async def test_level2_request_re_sent_to_the_same_anchor_when_it_reconnects(leve
                 assert not other.raw.readable()
 
 
-async def test_level2_dead_letter_error_after_the_timeout_and_req_is_ready_again() -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_level2_dead_letter_error_after_the_timeout_and_req_is_ready_again(
+    transport: str,
+) -> None:
     config = QoSConfig(dead_letter_timeout=0.4, dedup_ttl=1.0)
     with anyio.fail_after(20):
         async with zmtp_qos.Socket(zmtp.REQ, qos=2, config=config, linger=0) as req:
             events = req.monitor()
-            ep = await req.bind("tcp://127.0.0.1:*")
+            ep = await req.bind(_endpoint(transport))
             async with zmtp_qos.Socket(zmtp.REP, qos=2, identity=b"rep-A", linger=0) as a:
                 await a.connect(ep)
                 await req.send(b"job")
@@ -307,3 +393,40 @@ async def test_poller_reports_a_failed_request_readable_and_recv_raises_it() -> 
             with pytest.raises(NackError):
                 await req.recv()
             assert not req.raw.readable()
+
+
+def test_only_qos_push_and_scatter_give_receipts() -> None:
+    for kind in (zmtp.PUSH, zmtp.SCATTER):
+        assert zmtp_qos.Socket(kind, qos=1).gives_receipts
+        assert not zmtp_qos.Socket(kind, qos=0).gives_receipts
+    for kind in (zmtp.REQ, zmtp.REP):
+        for level in (1, 2, 3):
+            assert not zmtp_qos.Socket(kind, qos=level).gives_receipts
+
+
+async def test_a_dead_lettered_request_is_in_the_dead_letter_stream_and_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No receipt, but the socket-wide stream sees a REQ's dead letters too (and the
+    unconsumed-dead-letter warning stays quiet: recv raises it)."""
+    config = QoSConfig(dead_letter_timeout=0.3)
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.REQ, qos=2, config=config, linger=0) as req:
+            ep = await req.bind("tcp://127.0.0.1:*")
+            async with zmtp_qos.Socket(zmtp.REP, qos=2, identity=b"rep-A", linger=0) as a:
+                await a.connect(ep)
+                assert await req.send(b"job") is None
+                assert await a.recv() == b"job"
+            letters = req.dead_letters()
+            with pytest.raises(DeadLetterError) as caught:
+                await req.recv()
+            streamed = await letters.__anext__()
+            assert streamed == caught.value.letter
+            assert (streamed.reason, streamed.peer) == ("peer_timeout", "rep-A")
+        # Nobody reads a stream now: the error from recv is the report, nothing logged.
+        async with zmtp_qos.Socket(zmtp.REQ, qos=2, config=config, linger=0) as req:
+            await req.connect("inproc://qos-reqrep-nobody-" + os.urandom(6).hex())
+            await req.send(b"lonely")
+            with caplog.at_level("WARNING", logger="zmtp_qos"), pytest.raises(DeadLetterError):
+                await req.recv()
+            assert not [r for r in caplog.records if r.name == "zmtp_qos"]

@@ -19,6 +19,7 @@ from .config import QoSConfig
 from .producer import JobFailed, JobReceipt, Producer, ProducerStats, ResubmitPolicy
 from .results import DeadLetter, DeadLetterError, Delivered, NackError, Receipt
 from .socket import Handle, ReplyHandle, Socket, VerdictError
+from .stats import QoSStats
 from .worker import Worker, WorkerStats
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Producer",
     "ProducerStats",
     "QoSConfig",
+    "QoSStats",
     "Receipt",
     "Rejected",
     "ReplyHandle",

@@ -28,8 +28,9 @@ from zmtp.routing.req_rep import Rep, Req
 from . import commands
 from .anchor import describe
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed
-from .results import DeadLetter, DeadLetterError, NackError
+from .results import DeadLetter, DeadLetterError, NackError, Receipt
 from .runtime import PeerState, QoSRuntime
+from .stats import QoSStats
 
 REQREP_TYPES = frozenset({"REQ", "REP"})
 
@@ -113,9 +114,7 @@ class ReqRepRuntime(QoSRuntime):
                 return
             self._pinned = None
             letter = DeadLetter(list(request), "peer_timeout", describe(anchor))
-            self.dead_lettered += 1
-            self._event(QoSDeadLettered(pipe.endpoint, describe(anchor), "peer_timeout"))
-            req.fail_request(DeadLetterError(letter))
+            self._dead_letter_request(req, pipe, letter)
 
         self.schedule(self.config.dead_letter_timeout, expire)
 
@@ -143,8 +142,68 @@ class ReqRepRuntime(QoSRuntime):
             return  # not for the pending request: ignored
         req.fail_request(NackError(nack.code, nack.text))
 
+    #: The request found waiting with no REP to go to, and since when (see :meth:`sweep`).
+    _unplaced: tuple[Message, float] | None = None
+
     def sweep(self) -> int:
-        return 0
+        """REQ: a request that no REP has had for ``dead_letter_timeout`` (queued on a
+        ``connect()`` pipe that never connected, or, level 1, its REP gone with no other
+        connected) is dead-lettered ``peer_timeout``: the waiting ``recv`` raises
+        :class:`~zmtp_qos.DeadLetterError` and REQ is ready again. (A level 2-3 request
+        pinned to a REP that went away has its own timer, see :meth:`pipe_disconnected`.)
+        Counted from the first sweep that finds it so, as for PUSH."""
+        req = self._req()
+        pending = req.pending_request if req is not None else None
+        if req is None or pending is None:
+            self._unplaced = None
+            return 0
+        pipe, request = pending
+        pinned = self._pinned is not None and self._pinned[0] is request
+        unplaced = self._orphan is request or (not pipe.connected and not pinned)
+        if not unplaced:
+            self._unplaced = None
+            return 0
+        now = self.clock()
+        if self._unplaced is None or self._unplaced[0] is not request:
+            self._unplaced = (request, now)
+            return 0
+        if now - self._unplaced[1] < self.config.dead_letter_timeout:
+            return 0
+        self._unplaced = None
+        self._orphan = None
+        if not pipe.connected:
+            pipe.outbox.clear()  # never written: it must not go out when a REP comes
+        self._dead_letter_request(req, pipe, DeadLetter(list(request), "peer_timeout", ""))
+        return 1
+
+    def _dead_letter_request(self, req: Req, pipe: Pipe, letter: DeadLetter) -> None:
+        """Give up on the pending request: counted, a monitor event, the socket's dead-letter
+        stream (never the unconsumed-dead-letter warning: the waiting ``recv`` raises it),
+        and REQ's ``recv`` raises :class:`~zmtp_qos.DeadLetterError`, REQ ready again."""
+        self.dead_lettered += 1
+        self._event(QoSDeadLettered(pipe.endpoint, letter.peer, letter.reason))
+        receipt = Receipt()
+        receipt.observed = True  # recv raises it: no warning
+        receipt.resolve(letter)
+        self.on_dead_letter(letter, receipt)
+        req.fail_request(DeadLetterError(letter))
+
+    def stats(self) -> QoSStats:
+        """REQ: the one request awaiting its reply is in flight, pending for the REP it went
+        to (or, levels 2-3, the anchor it is pinned to while that REP is away)."""
+        req = self._req()
+        pending = req.pending_request if req is not None else None
+        if pending is None:
+            return QoSStats(self.level, dead_lettered=self.dead_lettered)
+        per_peer: dict[str, int] = {}
+        if self._pinned is not None and self._pinned[0] is pending[1]:
+            per_peer[describe(self._pinned[1])] = 1
+        elif self._orphan is not pending[1]:
+            pipe = pending[0]
+            state: PeerState | None = pipe.extension_state
+            if state is not None:
+                per_peer[self._peer_name(pipe, state)] = 1
+        return QoSStats(self.level, 1, per_peer, dead_lettered=self.dead_lettered)
 
     async def linger(self) -> None:
         return None

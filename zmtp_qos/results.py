@@ -44,7 +44,7 @@ class DeadLetter:
     reason: (
         str  #: peer_timeout, terminal_nack, retry_exhausted, socket_closed (or dropped_at_close)
     )
-    peer: str  #: printable anchor of the peer it was pinned to ("" if none)
+    peer: str  #: printable anchor of the peer it was pinned to ("" if none: no peer took it)
     error: NackError | None = None
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import anyio
@@ -41,6 +41,7 @@ from .digest import DIGESTERS
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
+from .stats import QoSStats
 
 RECEIVING_TYPES = frozenset({"PULL", "GATHER"})
 SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
@@ -56,6 +57,10 @@ class Entry:
     algorithm: str = ""
     key: object = None  #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
     retries: int = 0
+    #: When the sweep first found it with no peer to go to (queued on a connect() pipe with
+    #: no connection, or failed over with nobody connected): it is dead-lettered
+    #: ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see :meth:`sweep`).
+    waiting_since: float | None = None
 
 
 @dataclass
@@ -128,6 +133,9 @@ class QoSRuntime(SocketExtension):
         #: Level 2/3 receiver: called after a CLR removed a digest (a graceful stop waits for
         #: its COMPs to be confirmed, :meth:`zmtp_qos.Socket.wait_confirmed`).
         self.on_clear: Callable[[], None] | None = None
+        #: Every pipe of the socket (set by :class:`zmtp_qos.Socket` to the engine's
+        #: ``pipes``): the sweep looks for messages queued on pipes with no connection.
+        self.pipes: Callable[[], Iterable[Pipe]] | None = None
 
     # ------------------------------------------------------------------ counters
 
@@ -135,6 +143,36 @@ class QoSRuntime(SocketExtension):
     def in_flight(self) -> int:
         """Messages sent and not yet settled: queued, written, held or waiting to be retried."""
         return len(self.entries)
+
+    def pending_per_peer(self) -> dict[str, int]:
+        """Written-and-unsettled messages per peer, plus (levels 2-3) those held for a
+        disconnected anchor; peers by printable name, sorted."""
+        counts: dict[str, int] = {}
+        for key in self.tracker.peer_keys():
+            if isinstance(key, Pipe):
+                state: PeerState | None = key.extension_state
+                name = self._peer_name(key, state) if state is not None else key.endpoint
+            else:
+                name = describe(key if isinstance(key, bytes) else None)
+            counts[name] = counts.get(name, 0) + self.tracker.count(key)
+        for anchor, anchor_state in self.anchors.items():
+            if anchor_state.held:
+                name = describe(anchor)
+                counts[name] = counts.get(name, 0) + len(anchor_state.held)
+        return dict(sorted(counts.items()))
+
+    def stats(self) -> QoSStats:
+        """A snapshot of the counters (:class:`~zmtp_qos.stats.QoSStats`)."""
+        return QoSStats(
+            level=self.level,
+            in_flight=self.in_flight,
+            pending=self.pending_per_peer(),
+            retrying=self.retrying,
+            dedup=len(self.dedup),
+            awaiting_verdict=len(self.processing),
+            delivered=self.delivered,
+            dead_lettered=self.dead_lettered,
+        )
 
     @property
     def full(self) -> bool:
@@ -206,6 +244,9 @@ class QoSRuntime(SocketExtension):
         self._event(QoSFailedOver(lost.endpoint, len(moved)))
         targets = [p for p in self._sending_pipes() if p.connected]
         if not targets:
+            now = self.clock()
+            for entry in moved:
+                entry.waiting_since = now
             self.orphans.extend(moved)
             return
         per_pipe: dict[Pipe, list[Message]] = {}
@@ -322,11 +363,13 @@ class QoSRuntime(SocketExtension):
             anchor.held.append(entry)
 
     def sweep(self) -> int:
-        """Dead-letter the messages of peers disconnected for ``dead_letter_timeout``
-        (``peer_timeout``); the socket calls this every ``dead_letter_timeout / 4``."""
+        """Dead-letter (``peer_timeout``) the messages of peers disconnected for
+        ``dead_letter_timeout`` (levels 2-3), and, at every level, those that no peer has
+        taken for that long (:meth:`_expire_unplaced`); the socket calls this every
+        ``dead_letter_timeout / 4`` (or ``dedup_ttl / 2`` if shorter)."""
         now = self.clock()
         horizon = self.config.dead_letter_timeout
-        count = 0
+        count = self._expire_unplaced(now, horizon)
         for key, anchor in list(self.anchors.items()):
             if anchor.disconnected_at is None or now - anchor.disconnected_at < horizon:
                 continue
@@ -339,6 +382,44 @@ class QoSRuntime(SocketExtension):
         if self.level >= 2:
             self.dedup.sweep(now)
         return count
+
+    def _expire_unplaced(self, now: float, horizon: float) -> int:
+        """Dead-letter what has had no peer to go to for ``horizon`` seconds.
+
+        Two places hold such messages: the outbox of a ``connect()`` pipe whose connection is
+        not up (never was, or dropped and the message was sent since), and, at level 1, the
+        messages failed over while nobody was connected. Without this their receipts would
+        never resolve. A queued message's wait is counted from the first sweep that finds it
+        (so it expires between ``dead_letter_timeout`` and that plus one sweep period after
+        its send, as the disconnected-anchor sweep does); the dead letter names no peer.
+        """
+        expired: list[Entry] = []
+        if self.orphans:
+            kept: deque[Entry] = deque()
+            for entry in self.orphans:
+                since = entry.waiting_since
+                (expired if since is not None and now - since >= horizon else kept).append(entry)
+            self.orphans = kept
+        if self.pipes is not None and self.socket_type in SENDING_TYPES:
+            for pipe in list(self.pipes()):
+                if pipe.connected:
+                    continue
+                outbox = pipe.outbox
+                for message in list(outbox.items):
+                    queued = self.entries.get(id(message))
+                    if queued is None or queued.parts is not message:
+                        continue
+                    if queued.waiting_since is None:
+                        queued.waiting_since = now
+                    elif now - queued.waiting_since >= horizon and outbox.items[0] is message:
+                        outbox.get()  # oldest first: the expired ones are at the front
+                        expired.append(queued)
+        for entry in expired:
+            if entry.receipt.done:
+                continue
+            self._settled(entry)
+            self.dead_letter(entry, "peer_timeout", "")
+        return len(expired)
 
     async def linger(self) -> None:
         """``close()`` waits here, within the socket's linger, for pending ACK/COMP (§5.3).

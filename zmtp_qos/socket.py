@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -31,13 +32,24 @@ from zmtp.timeouts import call_timeout
 from .codes import TIMEOUT as NACK_TIMEOUT
 from .codes import code_for_exception, cut_text
 from .config import QoSConfig
+from .letters import DeadLetterStream
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
+from .stats import QoSStats
 
 log = logging.getLogger("zmtp_qos")
 
 FAN_OUT_TYPES = frozenset({"PUB", "SUB", "XPUB", "XSUB", "RADIO", "DISH"})
+
+
+def _preview(parts: list[bytes], limit: int = 60) -> str:
+    """A short, printable view of a message for a log line (never the whole body: a dead
+    letter can be megabytes)."""
+    first = parts[0] if parts else b""
+    shown = repr(first[:limit]) + ("..." if len(first) > limit else "")
+    more = f" (+{len(parts) - 1} parts)" if len(parts) > 1 else ""
+    return f"{len(first)} bytes {shown}{more}"
 
 
 class VerdictError(RuntimeError):
@@ -133,9 +145,7 @@ class Socket:
             options["identity"] = b"qos-" + os.urandom(8).hex().encode()  # a stable anchor
         self.raw = zmtp.Socket(socket_type, **options)
         self._tg: TaskGroup | None = None
-        self._letters: deque[DeadLetter] = deque()
-        self._letters_wakeup: anyio.Event | None = None
-        self._letter_readers = 0
+        self._letter_streams: weakref.WeakSet[DeadLetterStream] = weakref.WeakSet()
         self._handles: deque[Handle] = deque()
         self._handles_wakeup: anyio.Event | None = None
         self._receive_limit: int | None = None
@@ -158,6 +168,7 @@ class Socket:
                 schedule=self._schedule,
             )
             self.runtime.emit = self.raw.engine.emit
+            self.runtime.pipes = lambda: self.raw.engine.pipes
             if isinstance(self.runtime, ReqRepRuntime):
                 self._reqrep = self.runtime
                 strategy = self.raw.engine.strategy
@@ -168,16 +179,32 @@ class Socket:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Socket:
-        await self.raw.__aenter__()
+        # The timer task group (retries, processing timeouts, sweeps) is entered before the
+        # raw socket and left after it: the timers keep running while close() lingers, so a
+        # message waiting for its back-off is retried within linger (docs/qos-protocol.md
+        # §5.3) instead of being dead-lettered at the deadline.
         self._cm = anyio.create_task_group()
         self._tg = await self._cm.__aenter__()
-        if self.runtime is not None and self.level >= 2:
+        try:
+            await self.raw.__aenter__()
+        except BaseException:
+            await self._stop_timers()
+            raise
+        kind = self.raw.socket_type
+        if self.runtime is not None and (self.level >= 2 or kind in SENDING_TYPES | {"REQ"}):
             self._tg.start_soon(self._sweeper)
         return self
 
+    async def _stop_timers(self) -> None:
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            await self._cm.__aexit__(None, None, None)
+            self._tg = None
+
     async def _sweeper(self) -> None:
-        """Dead-letter sweep every dead_letter_timeout/4 (senders) and the dedup TTL sweep
-        every dedup_ttl/2 (receivers): the reference never ran the latter."""
+        """Dead-letter sweep every dead_letter_timeout/4 (senders, every level) and the dedup
+        TTL sweep every dedup_ttl/2 (receivers, levels 2-3): the reference never ran the
+        latter."""
         runtime = self.runtime
         assert runtime is not None
         config = self.config
@@ -192,16 +219,16 @@ class Socket:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._tg is not None:
-            # The timer task group was entered after the raw socket: it is left first.
-            self._tg.cancel_scope.cancel()
-            await self._cm.__aexit__(None, None, None)
-            self._tg = None
         try:
-            await self.raw.__aexit__(exc_type, exc, tb)
+            await self.raw.__aexit__(exc_type, exc, tb)  # linger runs here, timers alive
         finally:
-            if self.runtime is not None:
-                self.runtime.close_out()
+            try:
+                await self._stop_timers()
+            finally:
+                if self.runtime is not None:
+                    self.runtime.close_out()
+                for stream in list(self._letter_streams):
+                    stream.end()  # an `async for` over it finishes once it is read
 
     async def bind(self, endpoint: str) -> str:
         return await self.raw.bind(endpoint)
@@ -212,6 +239,23 @@ class Socket:
     def monitor(self) -> zmtp.Monitor:
         return self.raw.monitor()
 
+    @property
+    def gives_receipts(self) -> bool:
+        """Whether ``send`` returns a :class:`~zmtp_qos.Receipt`: PUSH and SCATTER at
+        QoS >= 1. (REQ: the reply is the acknowledgement and ``recv`` raises the failures;
+        REP, PULL, GATHER and level 0: nothing to acknowledge.)"""
+        return self.runtime is not None and self._reqrep is None
+
+    # ------------------------------------------------------------------ counters
+
+    def stats(self) -> QoSStats:
+        """The QoS counters now (a :class:`~zmtp_qos.QoSStats` snapshot; all zero at
+        level 0): in flight, pending per peer, retrying, dedup size, awaiting a verdict,
+        delivered and dead-lettered so far."""
+        if self.runtime is None:
+            return QoSStats(0)
+        return self.runtime.stats()
+
     # ------------------------------------------------------------------ send
 
     async def send(self, data: bytes) -> Receipt | None:
@@ -219,7 +263,11 @@ class Socket:
         return await self.send_multipart([data])
 
     async def send_multipart(self, parts: list[bytes]) -> Receipt | None:
-        """Send a message; at QoS >= 1 the returned receipt resolves to its outcome."""
+        """Send a message. PUSH and SCATTER at QoS >= 1: a :class:`~zmtp_qos.Receipt` that
+        resolves to ``Delivered`` or a ``DeadLetter``. None at level 0, and from REQ and REP
+        at every level: a REQ's acknowledgement is its reply, so its request's fate comes
+        from ``recv`` (the reply, or ``NackError`` / ``DeadLetterError`` raised), and a
+        REP's reply is not acknowledged at all (docs/qos-protocol.md §5.2)."""
         if self.runtime is None:
             await self.raw.send_multipart(parts)
             return None
@@ -376,26 +424,19 @@ class Socket:
 
     # ------------------------------------------------------------------ dead letters
 
-    async def dead_letters(self) -> AsyncIterator[DeadLetter]:
-        """Every dead letter of this socket, as they happen."""
-        self._letter_readers += 1
-        try:
-            while True:
-                while not self._letters:
-                    if self._letters_wakeup is None or self._letters_wakeup.is_set():
-                        self._letters_wakeup = anyio.Event()  # shared by every reader
-                    await self._letters_wakeup.wait()
-                yield self._letters.popleft()
-        finally:
-            self._letter_readers -= 1
+    def dead_letters(self) -> DeadLetterStream:
+        """Every dead letter of this socket from now on, as they happen: ``async for
+        letter in sock.dead_letters():``. It listens from this call (keep the stream while
+        you need it; every open stream sees every letter), see :mod:`zmtp_qos.letters`."""
+        return DeadLetterStream(self._letter_streams)
 
     def _on_dead_letter(self, letter: DeadLetter, receipt: Receipt) -> None:
-        if self._letter_readers:
-            self._letters.append(letter)
-            if self._letters_wakeup is not None:
-                self._letters_wakeup.set()
-        elif not receipt.observed:
-            log.warning("dead letter (%s) for %s: %r", letter.reason, letter.peer, letter.parts[:1])
+        streams = list(self._letter_streams)
+        for stream in streams:
+            stream.put(letter)
+        if not streams and not receipt.observed:
+            peer = letter.peer or "no peer"
+            log.warning("dead letter (%s) for %s: %s", letter.reason, peer, _preview(letter.parts))
 
     # ------------------------------------------------------------------ timers
 
