@@ -299,6 +299,7 @@ class Socket(SyncSerializers):
     # zmtp.options.option_attribute), as on the async socket.
     __slots__ = (
         "__weakref__",
+        "_answering",
         "_batch",
         "_closed",
         "_core",
@@ -317,6 +318,9 @@ class Socket(SyncSerializers):
         self._queued = self.socket_type in _QUEUED_SEND
         self._batch = 1 if self.socket_type in _ONE_AT_A_TIME else RECV_BATCH
         self._recv_lock = threading.Lock()
+        #: A queued-send type just received: its next send is likely an answer (DEALER,
+        #: PAIR ping-pong), sent directly like REQ's rather than queued (see _send).
+        self._answering = False
         self._closed = False
 
     def __repr__(self) -> str:
@@ -429,6 +433,15 @@ class Socket(SyncSerializers):
             core.send_error = None
             raise error
         queue = core.outq
+        if self._answering:
+            # Ping-pong on a queued type: with nothing queued ahead of it, an answer goes out
+            # directly (no pump, no background thread woken, no hand-over for the receive
+            # that follows). Only the first send after a receive: a stream stays queued.
+            self._answering = False
+            if not queue and core.pump_idle:
+                _, sent = self._shared.try_now(_send_now, core.sock, message)
+                if sent:
+                    return
         if len(queue) >= SEND_BUFFER:
             self._shared.run(core.wait_for_space, core.sock.options.send_timeout)
             if core.closed.is_set():
@@ -459,6 +472,7 @@ class Socket(SyncSerializers):
     def recv_multipart(self) -> list[bytes]:
         """Receive the next message as a list of parts (TimeoutError after ``recv_timeout``)."""
         inbox = self._core.inbox
+        self._answering = self._queued
         if inbox:
             try:
                 return inbox.popleft()
