@@ -9,23 +9,31 @@
         push.send(b"hello")
         print(pull.recv())
 
-Design. Every blocking socket is a face over an ordinary :class:`zmtp.Socket` that lives on one
-background event-loop thread per process (asyncio; started on first use, a daemon thread named
-``zmtp.sync``). A call that must wait (``bind``, ``recv`` with nothing buffered, ``close``...)
-hands the work to that thread and blocks on a lock until it is done; Ctrl-C interrupts the wait
-and cancels the work (the async socket never loses a message to a cancel). Two paths avoid a
-thread hand-over per message, which would cost more than the whole async send:
+Design. Every blocking socket is a face over an ordinary :class:`zmtp.Socket` on one asyncio
+event loop per process (:mod:`zmtp.sync_loop`). There is no loop thread that every call is
+handed to: a call that must wait (``recv`` with nothing buffered, ``bind``, ``close``...) runs
+the loop itself, in the calling thread, until its work is done, so a thread that is the only
+user of the loop pays what async code pays and no thread hand-over at all. A daemon thread
+(``zmtp.sync``) runs the loop whenever no caller has for :data:`~zmtp.sync_loop.GRACE`
+seconds (queued sends to flush, reconnects, heartbeats); a caller that then needs it asks for
+it back, once. Threads
+that find the loop busy in another caller hand their work to it. Ctrl-C interrupts a blocked
+call and cancels its work (the async socket never loses a message to a cancel). Three paths
+avoid running the loop for every message:
 
-* **Queued sends** (PUSH, PUB, XPUB, XSUB, DEALER, PAIR: types whose send has no state to
-  check): ``send`` validates the message in the calling thread and appends it to a buffer of up
-  to :data:`SEND_BUFFER` messages that the loop thread feeds to the socket; ``send`` blocks only
-  while that buffer is full (raising ``TimeoutError`` after ``send_timeout``). A send error that
-  happens later in the loop thread (the socket was closed under it) is raised by the next
-  ``send``. Other types (REQ, REP, ROUTER, the draft types) send through the loop thread and
-  report every error at once.
+* **Direct sends** (REQ, REP, ROUTER, the draft types; and a DEALER or PAIR answering right
+  after a receive): ``send`` routes the message in the calling thread, as the async socket's
+  ``send`` does before it would block, and the bytes go out at once (the connection's eager
+  write); only a send that must wait for a peer runs the loop. Every error is raised at once.
+* **Queued sends** (PUSH, PUB, XPUB, XSUB, DEALER, PAIR otherwise: types whose send has no
+  state to check): ``send`` validates the message and appends it to a buffer of up to
+  :data:`SEND_BUFFER` messages that a pump task feeds to the socket; a full buffer makes the
+  sender run the loop until half of it is sent (raising ``TimeoutError`` after
+  ``send_timeout``). A send error met later by the pump (the socket was closed under it) is
+  raised by the next ``send``.
 * **Batched receives**: a ``recv`` that finds nothing buffered takes the first message and then
   every message already waiting, up to :data:`RECV_BATCH`, into a buffer that the next calls
-  read without a hand-over (REQ and REP take one at a time: their receive changes state).
+  read without running the loop (REQ and REP take one at a time: their receive changes state).
 
 So each queue can hold up to ``SEND_BUFFER``/``RECV_BATCH`` messages more than the high-water
 marks say, and messages in those buffers are lost on close like messages in libzmq's queues.
@@ -33,10 +41,11 @@ marks say, and messages in those buffers are lost on close like messages in libz
 Thread safety: a blocking socket may be used from several threads. Sends are serialised with
 each other and receives with each other, but one thread may send while another receives (a
 DEALER or PAIR worker). Each message is sent and received whole; with several threads sending,
-their messages interleave in an arbitrary order. Everything else (``bind``, ``set``, ``close``...)
-runs on the loop thread, one call at a time. Sockets, monitors and the loop thread are
-independent of each other's callers; a forked child starts its own loop thread (sockets made
-before the fork are unusable in the child).
+their messages interleave in an arbitrary order. Everything else (``bind``, ``set``,
+``close``...) runs with the loop, one call at a time. A forked child makes its own loop
+(sockets made before the fork are unusable in the child). From inside a running asyncio or
+trio loop (an async program calling blocking code) the calls work, handed to the background
+thread, but block that loop meanwhile: use the async socket there.
 
 Interpreter exit never hangs: sockets still open then are closed with their ``linger`` capped
 at :data:`EXIT_LINGER` seconds (so a message nobody can take delays exit by at most that).
@@ -200,7 +209,7 @@ class _Core:
         """Close without waiting (a face was garbage-collected while open)."""
         self.close_requested.set()
 
-    # queued sends: the pump runs on the loop thread
+    # queued sends: the pump is a task of the loop
 
     def wake_pump(self) -> None:
         self.drained.clear()
@@ -362,7 +371,8 @@ class Socket(SyncSerializers):
 
     @property
     def async_socket(self) -> AsyncSocket:
-        """The :class:`zmtp.Socket` behind this face; use it only on the loop thread."""
+        """The :class:`zmtp.Socket` behind this face; touch it only from code that the loop
+        runs (a coroutine handed to the proxy, say), never from your own threads."""
         return self._core.sock
 
     def set(self, name: str, value: Any) -> None:
@@ -621,8 +631,8 @@ async def _poll_async(
 
 def proxy(frontend: Socket, backend: Socket, capture: Socket | None = None) -> None:
     """The blocking :func:`zmtp.proxy.proxy`: forwards until a socket is closed (from another
-    thread; raises SocketClosed then). Runs on the loop thread with the sockets' async faces;
-    do not receive on these sockets meanwhile."""
+    thread; raises SocketClosed then). Runs with the loop (in the calling thread while no other
+    thread needs it) on the sockets' async faces; do not receive on these sockets meanwhile."""
     steerable_proxy(frontend, backend, capture)
 
 

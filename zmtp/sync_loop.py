@@ -128,7 +128,8 @@ class SharedLoop:
             idle = time.monotonic() - self._last_ran
             if not kicked and not self._inflight and idle < GRACE:
                 driver.release()  # a caller ran it just now and is likely to be back
-                wait = max(GRACE - idle, GRACE / 10)
+                # (work posted while we held the lock found it "busy": look again at once)
+                wait = 0.0 if self._inflight else max(GRACE - idle, GRACE / 10)
                 continue
             with self._state:
                 self._bg_driving = True
@@ -192,6 +193,7 @@ class SharedLoop:
                 try:
                     loop.stop()
                     loop.run_forever()  # stop() first: one pass, without waiting
+                    self._last_ran = time.monotonic()
                 finally:
                     if restore is not None:
                         _sig.signal(signal.SIGINT, restore)
