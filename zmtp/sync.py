@@ -94,6 +94,8 @@ EXIT_LINGER = 1.0
 #: for every message taken would hand the GIL back and forth once per message.
 _RESUME_AT = SEND_BUFFER // 2
 
+#: The send pump lets other tasks run after routing this many messages in a row.
+_PUMP_YIELD = 256
 #: Send has no per-message state to check: sends are queued in the calling thread.
 _QUEUED_SEND = frozenset({"PUSH", "PUB", "XPUB", "XSUB", "DEALER", "PAIR"})
 #: Receiving changes the socket's state: never fetch more than the caller asked for.
@@ -219,16 +221,33 @@ class _Core:
             self.pump_wake.set()
 
     async def _pump(self) -> None:
+        """Feed the buffer to the socket: routed directly while a peer has room (what the async
+        ``send`` does before it would block, without a coroutine call per message), through
+        the async ``send`` when it must wait; a pause every ``_PUMP_YIELD`` messages lets the
+        connections' writers start on what is routed."""
         queue = self.outq
-        send, send_one = self.sock.send_multipart, self.sock.send
+        sock = self.sock
+        send = sock.send_multipart
+        strategy = sock.engine.strategy
+        check = strategy.send_check
+        routed = 0
         while True:
             while queue:
                 message = queue[0]
                 try:
-                    if len(message) == 1:
-                        await send_one(message[0])
+                    if routed >= _PUMP_YIELD:
+                        routed = 0
+                        await asyncio.sleep(0)
+                        continue
+                    if sock.closed:
+                        raise SocketClosed(CLOSED)
+                    if check:
+                        strategy.check_send(message)
+                    if strategy.try_send(message):
+                        routed += 1
                     else:
-                        await send(message)
+                        routed = 0
+                        await send(message)  # waits for room (or the socket's send_timeout)
                 except TimeoutError:
                     continue  # the socket's send_timeout; callers time out on the buffer
                 except Exception as exc:
