@@ -345,3 +345,20 @@ def test_sync_steerable_proxy_between_pyzmq_req_and_rep(
         server.join(OP)
         assert not broker.is_alive()
         assert result[0].frontend.messages_in == 1 and result[0].backend.messages_in == 1
+
+
+def test_req_refused_multipart_reply_does_not_answer_the_next_request() -> None:
+    with (
+        zmtp.sync.Socket(zmtp.ROUTER, recv_timeout=OP) as router,
+        zmtp.sync.Socket(zmtp.REQ, recv_timeout=OP) as req,
+    ):
+        req.connect(router.bind("tcp://127.0.0.1:*"))
+        req.send(b"first")
+        ident, empty, _ = router.recv_multipart()
+        router.send_multipart([ident, empty, b"two", b"parts"])
+        with pytest.raises(ValueError, match="recv_multipart"):
+            req.recv()  # kept for recv_multipart()...
+        req.send(b"second")  # ...until a new request makes it stale
+        ident, empty, body = router.recv_multipart()
+        router.send_multipart([ident, empty, b"re:" + body])
+        assert req.recv() == b"re:second"

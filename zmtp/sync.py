@@ -450,6 +450,10 @@ class Socket(SyncSerializers):
     def _send(self, message: list[bytes]) -> None:
         if not self._queued:
             self._check_open()
+            if self._batch == 1 and self.socket_type == "REQ":
+                # A new request: a reply still buffered (a recv() that refused a multipart
+                # reply, or was interrupted) answers an earlier one, as in the async REQ.
+                self._core.inbox.clear()
             _, sent = self._shared.try_now(_send_now, self._core.sock, message)
             if not sent:  # the loop is busy elsewhere, or the socket must wait for a peer
                 self._run(self._core.sock.send_multipart, message)
@@ -508,11 +512,8 @@ class Socket(SyncSerializers):
             except IndexError:  # another thread took it
                 pass
         with self._recv_lock:
-            if self._batch == 1:  # REQ, REP: one at a time
-                if inbox:
-                    return inbox.popleft()
-                message: list[bytes] = self._run(self._core.sock.recv_multipart)
-                return message
+            # Into the buffer, not returned: a receive that completes as Ctrl-C arrives keeps
+            # its message there for the next call.
             while not inbox:
                 self._run(self._core.fetch, self._batch)
             return inbox.popleft()

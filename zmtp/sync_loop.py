@@ -252,7 +252,7 @@ class SharedLoop:
                         task.cancel()
                         while not task.done():
                             loop.run_forever()
-                        raise KeyboardInterrupt  # what it got (if it finished) is lost
+                        raise KeyboardInterrupt  # a result is dropped: receives buffer theirs
             finally:
                 if restore is not None:
                     _sig.signal(signal.SIGINT, restore)
