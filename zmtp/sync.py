@@ -295,10 +295,29 @@ class _Core:
     # batched receives
 
     async def fetch(self, batch: int) -> None:
+        """Move the next message, and then every message already waiting (up to ``batch``
+        in the buffer), into the face's buffer.
+
+        After the first, messages are taken with the routing strategy's ``try_recv``, which is
+        what the async ``recv`` does when a message is waiting (less a coroutine call and a
+        ``readable()`` per message); right after ``recv_multipart`` returned, and with no
+        await in between, the async socket holds no message of its own that could be
+        overtaken (only ``readable()`` sets one aside).
+        """
         sock, inbox = self.sock, self.inbox
         inbox.append(await sock.recv_multipart())
-        while len(inbox) < batch and sock.readable():
-            inbox.append(await sock.recv_multipart())
+        if batch <= 1:
+            return
+        try_recv = sock.engine.strategy.try_recv
+        append = inbox.append
+        while len(inbox) < batch:
+            try:
+                message = try_recv()
+            except Exception:  # what the next recv should raise: leave it to the async path
+                return
+            if message is None:
+                return
+            append(message)
 
     async def monitor(self) -> AsyncMonitor:
         return self.sock.monitor()
@@ -494,7 +513,14 @@ class Socket(SyncSerializers):
 
     def recv(self) -> bytes:
         """Receive a message and return its only part (raises if it has several)."""
-        message = self.recv_multipart()
+        inbox = self._core.inbox
+        if inbox and not self._queued:  # the fast path of recv_multipart, inline
+            try:
+                message = inbox.popleft()
+            except IndexError:  # another thread took it
+                message = self.recv_multipart()
+        else:
+            message = self.recv_multipart()
         if len(message) != 1:
             self._core.inbox.appendleft(message)  # not lost: the next receive returns it
             raise InvalidArgument(
