@@ -175,10 +175,15 @@ class SharedLoop:
         return self._post_and_wait(func, args)
 
     def try_now(self, func: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
-        """The fast path: if the loop is free, call the plain function ``func(*args)`` here
-        holding the driver lock, then (if it returned something true: it did something) run
-        one loop pass, so that a task it woke (a connection's writer) runs before this
-        returns. ``(False, None)`` if the loop is busy: use :meth:`run`."""
+        """The fast path: if the loop is free, run the plain function ``func(*args)`` in a
+        loop pass here (no task: a callback), then, if it returned something true (it did
+        something), one more pass for the tasks it woke (a connection's writer). Returns
+        ``(True, result)``, or ``(False, None)`` if the loop is busy: use :meth:`run`.
+
+        Run inside the loop rather than beside it because engine code may ask anyio for the
+        time or make an event, which needs a running loop; anyio finds its backend through
+        sniffio, which sees no task in a callback, so asyncio is named for it meanwhile.
+        """
         driver = self._driver
         if not driver.acquire(blocking=False):
             return False, None
@@ -186,26 +191,50 @@ class SharedLoop:
             if _other_loop_running():
                 return False, None
             self._driver_ident = threading.get_ident()
-            result = func(*args)
-            if result:
-                loop = self.loop
-                restore = self._catch_sigint()
-                try:
-                    loop.stop()
-                    loop.run_forever()  # stop() first: one pass, without waiting
-                    self._last_ran = time.monotonic()
-                finally:
-                    if restore is not None:
-                        _sig.signal(signal.SIGINT, restore)
-                        if self._interrupted:
-                            self._interrupted = False
-                            raise KeyboardInterrupt  # func's work is done and kept
-            return True, result
+            loop = self.loop
+            outcome: list[Any] = []
+            loop.call_soon(self._call_back, func, args, outcome)
+            restore = self._catch_sigint()
+            try:
+                while not outcome:
+                    loop.run_forever()  # one or two passes: _call_back stops it
+                self._last_ran = time.monotonic()
+            finally:
+                if restore is not None:
+                    _sig.signal(signal.SIGINT, restore)
+                    if self._interrupted:
+                        self._interrupted = False
+                        raise KeyboardInterrupt  # func's work is done and kept
+            ok, value = outcome
+            if not ok:
+                raise value
+            return True, value
         finally:
             self._driver_ident = 0
             driver.release()
             if self._inflight:
                 self._kick.set()
+
+    def _call_back(self, func: Callable[..., Any], args: tuple[Any, ...], out: list[Any]) -> None:
+        sniffio = sys.modules.get("sniffio")
+        local = None if sniffio is None else sniffio.thread_local
+        previous = None if local is None else local.name
+        if local is not None:
+            local.name = "asyncio"
+        try:
+            result = func(*args)
+        except BaseException as exc:
+            out[:] = [False, exc]
+            self.loop.stop()
+            return
+        finally:
+            if local is not None:
+                local.name = previous
+        out[:] = [True, result]
+        if result:
+            self.loop.call_soon(self.loop.stop)  # after what it woke, in the next pass
+        else:
+            self.loop.stop()
 
     def _take_over(self, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """Ask the background thread for the loop, then drive it here."""
@@ -236,13 +265,8 @@ class SharedLoop:
         """Run ``func(*args)`` here, holding the driver lock (released on return)."""
         loop = self.loop
         self._driver_ident = threading.get_ident()
-        ran = False
         try:
-            result = func(*args)
-            if not inspect.isawaitable(result):
-                return result  # the loop did not run: the background thread's clock goes on
-            ran = True
-            task = loop.create_task(self._stop_when_done(result))
+            task = loop.create_task(self._call_and_stop(func, args))
             restore = self._catch_sigint()
             try:
                 while not task.done():
@@ -259,15 +283,19 @@ class SharedLoop:
             return task.result()
         finally:
             self._driver_ident = 0
-            if ran:
-                self._last_ran = time.monotonic()
+            self._last_ran = time.monotonic()
             self._driver.release()
             if self._inflight:
                 self._kick.set()  # posted work is still waiting for a driver
 
-    async def _stop_when_done(self, awaitable: Any) -> Any:
+    async def _call_and_stop(self, func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """The work of a drive, in a task (where anyio works as in any async code)."""
         try:
-            return await awaitable
+            result = func(*args)
+            if inspect.isawaitable(result):
+                return await result
+            await asyncio.sleep(0)  # a plain call: one pass for the tasks it woke
+            return result
         finally:
             self.loop.stop()  # back to the caller at the end of this loop pass
 
