@@ -260,3 +260,36 @@ def test_fast_path_raises_what_the_work_raised() -> None:
     with pytest.raises(zmtp.InvalidState, match="no"):
         try_now(fails)
     assert try_now(lambda: 0) == 0  # and the loop is free again
+
+
+def test_several_threads_send_directly_on_one_router() -> None:
+    # ROUTER sends are direct (routed in the calling thread, holding the loop): threads that
+    # share the socket take turns, and every message arrives whole and in its thread's order.
+    threads, each = 4, 200
+    with zmtp.sync.Socket(zmtp.ROUTER, recv_timeout=OP, router_mandatory=True) as router:
+        endpoint = router.bind("tcp://127.0.0.1:*")
+        dealers = [
+            zmtp.sync.Socket(zmtp.DEALER, recv_timeout=OP, identity=b"d%d" % n)
+            for n in range(threads)
+        ]
+        try:
+            for dealer in dealers:
+                dealer.connect(endpoint)
+                dealer.send(b"hello")
+            for _ in range(threads):
+                router.recv_multipart()  # every dealer is known to the router now
+
+            def sender(n: int) -> None:
+                for i in range(each):
+                    router.send_multipart([b"d%d" % n, b"%d" % i])
+
+            workers = [threading.Thread(target=sender, args=(n,)) for n in range(threads)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join(OP)
+            for dealer in dealers:
+                assert [dealer.recv() for _ in range(each)] == [b"%d" % i for i in range(each)]
+        finally:
+            for dealer in dealers:
+                dealer.close(linger=0)
