@@ -7,8 +7,8 @@ Cases (tcp on the loopback, each side in its own spawned process, both sides the
 
 Targets (issue 12): sync PUSH -> PULL >= 0.5x async zmtp; sync REQ/REP p50 <= 1.5x async zmtp.
 
-    .venv/bin/python benchmarks/bench_sync.py                 # 3 rounds, medians
-    .venv/bin/python benchmarks/bench_sync.py --rounds 1 --messages 100000
+    .venv/bin/python benchmarks/bench_sync.py                 # 3 cycles, medians
+    .venv/bin/python benchmarks/bench_sync.py --cycles 6 --cases req_rep --apis zmtp-sync
 """
 
 from __future__ import annotations
@@ -27,11 +27,33 @@ if str(REPO_ROOT) not in sys.path:
 
 APIS = ("zmtp-async", "zmtp-sync", "pyzmq-sync")
 SIZE = 64
+#: Environment variable naming the ``--reference`` file for the children.
+_REF_ENV = "ZMTP_BENCH_SYNC_REFERENCE"
 #: Seconds a child may take for one case before the parent gives up on it.
 CHILD_TIMEOUT = 120.0
 
 
 # ------------------------------------------------------------------------- children
+
+
+def _blocking(api: str) -> Any:
+    """The blocking module an API name stands for: ``zmtp.sync``, or for ``zmtp-sync-ref`` an
+    older copy of it (``--reference FILE``, e.g. ``git show main:zmtp/sync.py > old.py``)
+    loaded as a module of this tree's ``zmtp`` package, for A/B runs of a change."""
+    import os
+
+    import zmtp.sync
+
+    if api != "zmtp-sync-ref":
+        return zmtp.sync
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("zmtp.sync_ref", os.environ[_REF_ENV])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _pull(api: str, count: int, out: Any) -> None:
@@ -50,11 +72,10 @@ def _pull(api: str, count: int, out: Any) -> None:
         out.put(("result", (count - 1) / (time.perf_counter() - start)))
         sock.close(linger=0)
         ctx.term()
-    elif api == "zmtp-sync":
+    elif api.startswith("zmtp-sync"):
         import zmtp
-        import zmtp.sync
 
-        with zmtp.sync.Socket(zmtp.PULL) as sock:
+        with _blocking(api).Socket(zmtp.PULL) as sock:
             out.put(("ready", sock.bind("tcp://127.0.0.1:*")))
             sock.recv()
             start = time.perf_counter()
@@ -90,11 +111,10 @@ def _push(api: str, endpoint: str, count: int, out: Any) -> None:
             sock.send(payload)
         sock.close()  # linger: flush
         ctx.term()
-    elif api == "zmtp-sync":
+    elif api.startswith("zmtp-sync"):
         import zmtp
-        import zmtp.sync
 
-        with zmtp.sync.Socket(zmtp.PUSH) as sock:
+        with _blocking(api).Socket(zmtp.PUSH) as sock:
             sock.connect(endpoint)
             for _ in range(count):
                 sock.send(payload)
@@ -125,11 +145,10 @@ def _rep(api: str, count: int, out: Any) -> None:
             sock.send(sock.recv())
         sock.close()
         ctx.term()
-    elif api == "zmtp-sync":
+    elif api.startswith("zmtp-sync"):
         import zmtp
-        import zmtp.sync
 
-        with zmtp.sync.Socket(zmtp.REP) as sock:
+        with _blocking(api).Socket(zmtp.REP) as sock:
             out.put(("ready", sock.bind("tcp://127.0.0.1:*")))
             for _ in range(count):
                 sock.send(sock.recv())
@@ -165,11 +184,10 @@ def _req(api: str, endpoint: str, count: int, out: Any) -> None:
             times.append(clock() - t)
         sock.close()
         ctx.term()
-    elif api == "zmtp-sync":
+    elif api.startswith("zmtp-sync"):
         import zmtp
-        import zmtp.sync
 
-        with zmtp.sync.Socket(zmtp.REQ) as sock:
+        with _blocking(api).Socket(zmtp.REQ) as sock:
             sock.connect(endpoint)
             for _ in range(count):
                 t = clock()
@@ -278,48 +296,87 @@ def _pair(server: Any, client: Any, api: str, count: int) -> tuple[Any, Any]:
                 p.kill()
 
 
+def _spread(values: list[float]) -> str:
+    """Median and range of per-cycle values: the range is what a loaded machine does."""
+    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--messages", type=int, default=200_000, help="per throughput round")
-    parser.add_argument("--round-trips", type=int, default=5_000, help="per latency round")
+    parser.add_argument(
+        "--cycles",
+        "--rounds",
+        dest="cycles",
+        type=int,
+        default=3,
+        help="cycles; each runs every API once per case, interleaved (same load for all)",
+    )
+    parser.add_argument("--messages", type=int, default=200_000, help="per throughput run")
+    parser.add_argument("--round-trips", type=int, default=5_000, help="per latency run")
+    parser.add_argument(
+        "--cases", default="push_pull,req_rep", help="comma-separated: push_pull, req_rep"
+    )
+    parser.add_argument("--apis", default=",".join(APIS), help="comma-separated subset")
+    parser.add_argument(
+        "--reference", help="an older zmtp/sync.py, run as one more API: zmtp-sync-ref"
+    )
     args = parser.parse_args()
+    cases = [c for c in args.cases.split(",") if c]
+    apis = [a for a in args.apis.split(",") if a]
+    if "zmtp-async" not in apis:
+        apis.insert(0, "zmtp-async")  # the baseline of every ratio
+    if args.reference:
+        import os
 
-    rates: dict[str, list[float]] = {api: [] for api in APIS}
-    p50s: dict[str, list[float]] = {api: [] for api in APIS}
-    p99s: dict[str, list[float]] = {api: [] for api in APIS}
-    for _ in range(args.rounds):
-        for api in APIS:  # interleaved: every API sees the same machine load
-            rate, _ = _pair(_pull, _push, api, args.messages)
-            rates[api].append(rate)
-            _, (p50, p99) = _pair(_rep, _req, api, args.round_trips)
-            p50s[api].append(p50)
-            p99s[api].append(p99)
+        os.environ[_REF_ENV] = str(Path(args.reference).resolve())  # spawned children inherit
+        apis.append("zmtp-sync-ref")
+
+    rates: dict[str, list[float]] = {api: [] for api in apis}
+    p50s: dict[str, list[float]] = {api: [] for api in apis}
+    p99s: dict[str, list[float]] = {api: [] for api in apis}
+    for cycle in range(args.cycles):
+        # interleaved: every API sees the same machine load; the order rotates per cycle so
+        # that no API always runs first (right after another API's teardown)
+        order = apis[cycle % len(apis) :] + apis[: cycle % len(apis)]
+        for api in order:
+            if "push_pull" in cases:
+                rate, _ = _pair(_pull, _push, api, args.messages)
+                rates[api].append(rate)
+            if "req_rep" in cases:
+                _, (p50, p99) = _pair(_rep, _req, api, args.round_trips)
+                p50s[api].append(p50)
+                p99s[api].append(p99)
 
     med = statistics.median
-    base_rate = med(rates["zmtp-async"])
-    base_p50 = med(p50s["zmtp-async"])
-    print(f"64 B PUSH -> PULL over tcp, {args.rounds} rounds of {args.messages} (median)")
-    print(f"{'api':<12} {'msgs/s':>10} {'vs async zmtp':>14}")
-    for api in APIS:
-        print(f"{api:<12} {med(rates[api]):>10,.0f} {med(rates[api]) / base_rate:>13.2f}x")
-    print()
-    print(f"REQ/REP round trip over tcp, {args.rounds} rounds of {args.round_trips} (median)")
-    print(f"{'api':<12} {'p50 us':>8} {'p99 us':>8} {'p50 vs async zmtp':>18}")
-    for api in APIS:
-        p50, p99 = med(p50s[api]) * 1e6, med(p99s[api]) * 1e6
-        print(f"{api:<12} {p50:>8.1f} {p99:>8.1f} {med(p50s[api]) / base_p50:>17.2f}x")
-    print(
-        f"thread hand-over floor (lock ping-pong between two threads, fresh process): "
-        f"p50 {_handover_in_child() * 1e6:.1f} us per round trip"
-    )
-    sync_rate = med(rates["zmtp-sync"]) / base_rate
-    sync_p50 = med(p50s["zmtp-sync"]) / base_p50
-    print()
-    met_rate = "met" if sync_rate >= 0.5 else "MISSED"
-    met_p50 = "met" if sync_p50 <= 1.5 else "MISSED"
-    print(f"target PUSH->PULL >= 0.5x async: {sync_rate:.2f}x {met_rate}")
-    print(f"target REQ/REP p50 <= 1.5x async: {sync_p50:.2f}x {met_p50}")
+    if "push_pull" in cases:
+        base = rates["zmtp-async"]
+        print(f"64 B PUSH -> PULL over tcp, {args.cycles} cycles of {args.messages} (median)")
+        print(f"{'api':<12} {'msgs/s':>10}  vs async zmtp, per cycle: median (range)")
+        for api in apis:
+            ratios = [r / b for r, b in zip(rates[api], base, strict=True)]
+            print(f"{api:<12} {med(rates[api]):>10,.0f}  {_spread(ratios)}")
+        print()
+    if "req_rep" in cases:
+        base = p50s["zmtp-async"]
+        print(f"REQ/REP round trip over tcp, {args.cycles} cycles of {args.round_trips} (median)")
+        print(f"{'api':<12} {'p50 us':>8} {'p99 us':>8}  p50 vs async zmtp, per cycle")
+        for api in apis:
+            p50, p99 = med(p50s[api]) * 1e6, med(p99s[api]) * 1e6
+            ratios = [p / b for p, b in zip(p50s[api], base, strict=True)]
+            print(f"{api:<12} {p50:>8.1f} {p99:>8.1f}  {_spread(ratios)}")
+        print(
+            "thread hand-over floor (lock ping-pong between two threads, fresh process): "
+            f"p50 {_handover_in_child() * 1e6:.1f} us per round trip"
+        )
+        print()
+    if "zmtp-sync" in apis and "push_pull" in cases:
+        ratios = [r / b for r, b in zip(rates["zmtp-sync"], rates["zmtp-async"], strict=True)]
+        met = "met" if med(ratios) >= 0.5 else "MISSED"
+        print(f"target PUSH->PULL >= 0.5x async: {_spread(ratios)} {met}")
+    if "zmtp-sync" in apis and "req_rep" in cases:
+        ratios = [p / b for p, b in zip(p50s["zmtp-sync"], p50s["zmtp-async"], strict=True)]
+        met = "met" if med(ratios) <= 1.5 else "MISSED"
+        print(f"target REQ/REP p50 <= 1.5x async: {_spread(ratios)} {met}")
 
 
 if __name__ == "__main__":

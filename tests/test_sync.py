@@ -298,15 +298,15 @@ def test_serialisation_helpers_against_pyzmq(ctx: zmq.Context[zmq.Socket[bytes]]
             ours.send_string(b"bytes")  # type: ignore[arg-type]
 
 
-def test_req_posted_send_error_is_raised_by_the_following_recv() -> None:
-    # immediate: no connection, so the REQ cannot send; the posted send times out in the loop
-    # thread and the recv that must follow reports it.
+def test_req_send_that_cannot_go_times_out_at_once() -> None:
+    # immediate: no connection, so the REQ cannot send: the send itself reports it, and the
+    # REQ may try again (the request never left).
     with zmtp.sync.Socket(zmtp.REQ, immediate=True, send_timeout=0.2, linger=0) as req:
         req.connect("tcp://127.0.0.1:1")
-        req.send(b"request")  # returns at once: the send is posted
-        with pytest.raises(TimeoutError):
-            req.recv()
-        req.send(b"again")  # the abandoned request does not block the next one
+        with pytest.raises(TimeoutError, match="send"):
+            req.send(b"request")
+        with pytest.raises(TimeoutError, match="send"):
+            req.send(b"again")  # not InvalidState: nothing is pending
 
 
 def test_rep_must_receive_before_sending() -> None:
@@ -345,3 +345,20 @@ def test_sync_steerable_proxy_between_pyzmq_req_and_rep(
         server.join(OP)
         assert not broker.is_alive()
         assert result[0].frontend.messages_in == 1 and result[0].backend.messages_in == 1
+
+
+def test_req_refused_multipart_reply_does_not_answer_the_next_request() -> None:
+    with (
+        zmtp.sync.Socket(zmtp.ROUTER, recv_timeout=OP) as router,
+        zmtp.sync.Socket(zmtp.REQ, recv_timeout=OP) as req,
+    ):
+        req.connect(router.bind("tcp://127.0.0.1:*"))
+        req.send(b"first")
+        ident, empty, _ = router.recv_multipart()
+        router.send_multipart([ident, empty, b"two", b"parts"])
+        with pytest.raises(ValueError, match="recv_multipart"):
+            req.recv()  # kept for recv_multipart()...
+        req.send(b"second")  # ...until a new request makes it stale
+        ident, empty, body = router.recv_multipart()
+        router.send_multipart([ident, empty, b"re:" + body])
+        assert req.recv() == b"re:second"

@@ -9,23 +9,31 @@
         push.send(b"hello")
         print(pull.recv())
 
-Design. Every blocking socket is a face over an ordinary :class:`zmtp.Socket` that lives on one
-background event-loop thread per process (asyncio; started on first use, a daemon thread named
-``zmtp.sync``). A call that must wait (``bind``, ``recv`` with nothing buffered, ``close``...)
-hands the work to that thread and blocks on a lock until it is done; Ctrl-C interrupts the wait
-and cancels the work (the async socket never loses a message to a cancel). Two paths avoid a
-thread hand-over per message, which would cost more than the whole async send:
+Design. Every blocking socket is a face over an ordinary :class:`zmtp.Socket` on one asyncio
+event loop per process (:mod:`zmtp.sync_loop`). There is no loop thread that every call is
+handed to: a call that must wait (``recv`` with nothing buffered, ``bind``, ``close``...) runs
+the loop itself, in the calling thread, until its work is done, so a thread that is the only
+user of the loop pays what async code pays and no thread hand-over at all. A daemon thread
+(``zmtp.sync``) runs the loop whenever no caller has for :data:`~zmtp.sync_loop.GRACE`
+seconds (queued sends to flush, reconnects, heartbeats); a caller that then needs it asks for
+it back, once. Threads
+that find the loop busy in another caller hand their work to it. Ctrl-C interrupts a blocked
+call and cancels its work (the async socket never loses a message to a cancel). Three paths
+avoid running the loop for every message:
 
-* **Queued sends** (PUSH, PUB, XPUB, XSUB, DEALER, PAIR: types whose send has no state to
-  check): ``send`` validates the message in the calling thread and appends it to a buffer of up
-  to :data:`SEND_BUFFER` messages that the loop thread feeds to the socket; ``send`` blocks only
-  while that buffer is full (raising ``TimeoutError`` after ``send_timeout``). A send error that
-  happens later in the loop thread (the socket was closed under it) is raised by the next
-  ``send``. Other types (REQ, REP, ROUTER, the draft types) send through the loop thread and
-  report every error at once.
+* **Direct sends** (REQ, REP, ROUTER, the draft types; and a DEALER or PAIR answering right
+  after a receive): ``send`` routes the message in the calling thread, as the async socket's
+  ``send`` does before it would block, and the bytes go out at once (the connection's eager
+  write); only a send that must wait for a peer runs the loop. Every error is raised at once.
+* **Queued sends** (PUSH, PUB, XPUB, XSUB, DEALER, PAIR otherwise: types whose send has no
+  state to check): ``send`` validates the message and appends it to a buffer of up to
+  :data:`SEND_BUFFER` messages that a pump task feeds to the socket; a full buffer makes the
+  sender run the loop until half of it is sent (raising ``TimeoutError`` after
+  ``send_timeout``). A send error met later by the pump (the socket was closed under it) is
+  raised by the next ``send``.
 * **Batched receives**: a ``recv`` that finds nothing buffered takes the first message and then
   every message already waiting, up to :data:`RECV_BATCH`, into a buffer that the next calls
-  read without a hand-over (REQ and REP take one at a time: their receive changes state).
+  read without running the loop (REQ and REP take one at a time: their receive changes state).
 
 So each queue can hold up to ``SEND_BUFFER``/``RECV_BATCH`` messages more than the high-water
 marks say, and messages in those buffers are lost on close like messages in libzmq's queues.
@@ -33,10 +41,11 @@ marks say, and messages in those buffers are lost on close like messages in libz
 Thread safety: a blocking socket may be used from several threads. Sends are serialised with
 each other and receives with each other, but one thread may send while another receives (a
 DEALER or PAIR worker). Each message is sent and received whole; with several threads sending,
-their messages interleave in an arbitrary order. Everything else (``bind``, ``set``, ``close``...)
-runs on the loop thread, one call at a time. Sockets, monitors and the loop thread are
-independent of each other's callers; a forked child starts its own loop thread (sockets made
-before the fork are unusable in the child).
+their messages interleave in an arbitrary order. Everything else (``bind``, ``set``,
+``close``...) runs with the loop, one call at a time. A forked child makes its own loop
+(sockets made before the fork are unusable in the child). From inside a running asyncio or
+trio loop (an async program calling blocking code) the calls work, handed to the background
+thread, but block that loop meanwhile: use the async socket there.
 
 Interpreter exit never hangs: sockets still open then are closed with their ``linger`` capped
 at :data:`EXIT_LINGER` seconds (so a message nobody can take delays exit by at most that).
@@ -48,7 +57,6 @@ import asyncio
 import atexit
 import contextlib
 import enum
-import inspect
 import math
 import os
 import threading
@@ -59,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .errors import CLOSED, InvalidState, SocketClosed
+from .errors import CLOSED, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
 from .options import OPTION_NAMES, Options, option_attribute, warn_if_milliseconds
@@ -70,6 +78,7 @@ from .protocol.sockettypes import SocketType
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
 from .socket import as_message
+from .sync_loop import GRACE, SharedLoop, shared_loop
 
 if TYPE_CHECKING:
     from .proxy import ProxyStatistics
@@ -85,13 +94,15 @@ EXIT_LINGER = 1.0
 #: for every message taken would hand the GIL back and forth once per message.
 _RESUME_AT = SEND_BUFFER // 2
 
+#: The send pump lets other tasks run after routing this many messages in a row.
+_PUMP_YIELD = 256
 #: Send has no per-message state to check: sends are queued in the calling thread.
 _QUEUED_SEND = frozenset({"PUSH", "PUB", "XPUB", "XSUB", "DEALER", "PAIR"})
 #: Receiving changes the socket's state: never fetch more than the caller asked for.
 _ONE_AT_A_TIME = frozenset({"REQ", "REP"})
 
 
-# ---------------------------------------------------------------------- the loop thread
+# ---------------------------------------------------------------------- the loop
 
 
 class _Option(enum.Enum):
@@ -104,117 +115,33 @@ class _Option(enum.Enum):
 OPTION = _Option.OPTION
 
 
-class _LoopThread:
-    """The process's background event loop, started on first use (again after a fork)."""
+class _OpenSockets:
+    """The sockets still open in this process, closed at interpreter exit."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pid = 0
-        #: Open sockets, closed at interpreter exit.
-        self.open: set[_Core] = set()
+        self.pid = os.getpid()
+        self.cores: set[_Core] = set()
 
-    def get(self) -> asyncio.AbstractEventLoop:
-        loop = self._loop
-        if loop is not None and self._pid == os.getpid():
-            return loop
-        with self._lock:
-            if self._loop is None or self._pid != os.getpid():
-                self.open = set()
-                started = threading.Event()
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=_run_loop, args=(loop, started), name="zmtp.sync", daemon=True
-                )
-                thread.start()
-                started.wait()
-                self._loop, self._pid = loop, os.getpid()
-            return self._loop
+    def current(self) -> set[_Core]:
+        if self.pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self.pid, self.cores = os.getpid(), set()
+        return self.cores
 
     def shutdown(self) -> None:
         """At interpreter exit: close what is still open, within ``EXIT_LINGER`` each."""
-        loop = self._loop
-        if loop is None or self._pid != os.getpid() or not loop.is_running():
+        cores = self.current()
+        if not cores:
             return
-        for core in list(self.open):
+        shared = shared_loop()
+        for core in list(cores):
             linger = core.sock.options.linger
             capped = EXIT_LINGER if linger is None else min(linger, EXIT_LINGER)
             with contextlib.suppress(Exception):  # exiting: nobody left to report to
-                _call(loop, core.close, capped)
+                shared.run(core.close, capped)
 
 
-def _run_loop(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
-    asyncio.set_event_loop(loop)
-    loop.call_soon(started.set)
-    loop.run_forever()
-
-
-_LOOP = _LoopThread()
-atexit.register(_LOOP.shutdown)
-
-
-class _Call:
-    """One piece of work done on the loop thread for a blocked caller."""
-
-    __slots__ = ("done", "error", "result", "task")
-
-    def __init__(self) -> None:
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.task: asyncio.Task[None] | None = None
-
-
-def _call(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any) -> Any:
-    """Run ``func(*args)`` (a coroutine function or a plain one) on the loop thread and wait."""
-    call = _Call()
-    loop.call_soon_threadsafe(_start, call, func, args)
-    try:
-        call.done.acquire()
-    except BaseException:  # Ctrl-C while waiting: cancel the work (loses no message)
-        loop.call_soon_threadsafe(_cancel, call)
-        raise
-    error = call.error
-    if error is not None:
-        call.error = None  # no cycle through the traceback
-        raise error
-    return call.result
-
-
-def _post(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any) -> _Call:
-    """Start ``func(*args)`` on the loop thread without waiting for it."""
-    call = _Call()
-    loop.call_soon_threadsafe(_start, call, func, args)
-    return call
-
-
-def _start(call: _Call, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    try:
-        result = func(*args)
-    except BaseException as exc:
-        call.error = exc
-        call.done.release()
-        return
-    if inspect.isawaitable(result):
-        call.task = asyncio.ensure_future(_finish(call, result))
-    else:
-        call.result = result
-        call.done.release()
-
-
-async def _finish(call: _Call, awaitable: Any) -> None:
-    try:
-        call.result = await awaitable
-    except BaseException as exc:
-        call.error = exc
-    finally:
-        call.done.release()
-
-
-def _cancel(call: _Call) -> None:
-    if call.task is not None:
-        call.task.cancel()
+_OPEN = _OpenSockets()
+atexit.register(_OPEN.shutdown)
 
 
 # ---------------------------------------------------------------------- loop-side state
@@ -240,8 +167,8 @@ class _Core:
         self.drained = asyncio.Event()
         self.drained.set()
         self.send_error: BaseException | None = None
-        self.space = threading.Condition()
-        self.space_waiters = 0
+        #: Set by the pump when the buffer is down to _RESUME_AT (None: nobody waits).
+        self.space: asyncio.Event | None = None
         # batched receives
         self.inbox: deque[list[bytes]] = deque()
 
@@ -257,7 +184,7 @@ class _Core:
             if not ready.done():
                 ready.set_exception(exc)
         finally:
-            _LOOP.open.discard(self)
+            _OPEN.current().discard(self)
             self.closed.set()
             self._notify_space()
 
@@ -284,7 +211,7 @@ class _Core:
         """Close without waiting (a face was garbage-collected while open)."""
         self.close_requested.set()
 
-    # queued sends: the pump runs on the loop thread
+    # queued sends: the pump is a task of the loop
 
     def wake_pump(self) -> None:
         self.drained.clear()
@@ -294,16 +221,33 @@ class _Core:
             self.pump_wake.set()
 
     async def _pump(self) -> None:
+        """Feed the buffer to the socket: routed directly while a peer has room (what the async
+        ``send`` does before it would block, without a coroutine call per message), through
+        the async ``send`` when it must wait; a pause every ``_PUMP_YIELD`` messages lets the
+        connections' writers start on what is routed."""
         queue = self.outq
-        send, send_one = self.sock.send_multipart, self.sock.send
+        sock = self.sock
+        send = sock.send_multipart
+        strategy = sock.engine.strategy
+        check = strategy.send_check
+        routed = 0
         while True:
             while queue:
                 message = queue[0]
                 try:
-                    if len(message) == 1:
-                        await send_one(message[0])
+                    if routed >= _PUMP_YIELD:
+                        routed = 0
+                        await asyncio.sleep(0)
+                        continue
+                    if sock.closed:
+                        raise SocketClosed(CLOSED)
+                    if check:
+                        strategy.check_send(message)
+                    if strategy.try_send(message):
+                        routed += 1
                     else:
-                        await send(message)
+                        routed = 0
+                        await send(message)  # waits for room (or the socket's send_timeout)
                 except TimeoutError:
                     continue  # the socket's send_timeout; callers time out on the buffer
                 except Exception as exc:
@@ -315,7 +259,7 @@ class _Core:
                     self.pump_idle = True
                     return
                 queue.popleft()
-                if self.space_waiters and len(queue) <= _RESUME_AT:
+                if self.space is not None and len(queue) <= _RESUME_AT:
                     self._notify_space()
             wake = self.pump_wake = asyncio.Event()
             self.pump_idle = True
@@ -326,27 +270,54 @@ class _Core:
             await wake.wait()
 
     def _notify_space(self) -> None:
-        with self.space:
-            self.space.notify_all()
+        space, self.space = self.space, None
+        if space is not None:
+            space.set()
+
+    async def wait_for_space(self, timeout: float | None) -> None:
+        """Run by a sender that found the buffer full, until it is down to ``_RESUME_AT``:
+        the sender's own thread usually drives the loop meanwhile, pumping its messages out
+        itself (no thread hand-over per buffer-full)."""
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            while len(self.outq) > _RESUME_AT and not self.closed.is_set():
+                if self.pump_task is None:  # failed: send_error says why
+                    return
+                if self.space is None:
+                    self.space = asyncio.Event()
+                await self.space.wait()
+            return
+        raise TimedOut(
+            f"send timed out after {timeout:g} s (send_timeout): no peer took the "
+            f"{SEND_BUFFER} messages queued before it; check that a peer is up, or raise "
+            "send_timeout (None blocks)"
+        )
 
     # batched receives
 
     async def fetch(self, batch: int) -> None:
+        """Move the next message, and then every message already waiting (up to ``batch``
+        in the buffer), into the face's buffer.
+
+        After the first, messages are taken with the routing strategy's ``try_recv``, which is
+        what the async ``recv`` does when a message is waiting (less a coroutine call and a
+        ``readable()`` per message); right after ``recv_multipart`` returned, and with no
+        await in between, the async socket holds no message of its own that could be
+        overtaken (only ``readable()`` sets one aside).
+        """
         sock, inbox = self.sock, self.inbox
         inbox.append(await sock.recv_multipart())
-        while len(inbox) < batch and sock.readable():
-            inbox.append(await sock.recv_multipart())
-
-    async def recv_after(self, posted: _Call | None) -> list[bytes]:
-        """REQ/REP: wait for the posted send (raising its error), then receive."""
-        if posted is not None:
-            if posted.task is not None:
-                await asyncio.wait([posted.task])
-            error = posted.error
-            if error is not None:
-                posted.error = None
-                raise error
-        return await self.sock.recv_multipart()
+        if batch <= 1:
+            return
+        try_recv = sock.engine.strategy.try_recv
+        append = inbox.append
+        while len(inbox) < batch:
+            try:
+                message = try_recv()
+            except Exception:  # what the next recv should raise: leave it to the async path
+                return
+            if message is None:
+                return
+            append(message)
 
     async def monitor(self) -> AsyncMonitor:
         return self.sock.monitor()
@@ -357,7 +328,7 @@ async def _open(socket_type: SocketType | str, options: dict[str, Any]) -> _Core
     ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     core.owner = asyncio.ensure_future(core.own(ready))
     await ready
-    _LOOP.open.add(core)
+    _OPEN.current().add(core)
     return core
 
 
@@ -375,33 +346,28 @@ class Socket(SyncSerializers):
     # zmtp.options.option_attribute), as on the async socket.
     __slots__ = (
         "__weakref__",
-        "_alternating",
+        "_answering",
         "_batch",
         "_closed",
         "_core",
-        "_loop",
-        "_posted",
         "_queued",
         "_recv_lock",
-        "_send_lock",
-        "_turn",
+        "_shared",
         "socket_type",
     )
 
     def __init__(self, socket_type: SocketType | str, **options: Any) -> None:
         for name, value in options.items():  # here, so the warning points at the caller
             warn_if_milliseconds(name, value, stacklevel=3)
-        self._loop = _LOOP.get()
-        self._core: _Core = _call(self._loop, _open, socket_type, options)
+        self._shared = shared_loop()
+        self._core: _Core = self._shared.run(_open, socket_type, options)
         self.socket_type: str = self._core.sock.socket_type
         self._queued = self.socket_type in _QUEUED_SEND
         self._batch = 1 if self.socket_type in _ONE_AT_A_TIME else RECV_BATCH
-        #: REQ/REP: sends are posted (see _send_posted); whose turn it is.
-        self._alternating = self.socket_type in _ONE_AT_A_TIME
-        self._turn = "send" if self.socket_type == "REQ" else "recv"
-        self._posted: _Call | None = None
-        self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
+        #: A queued-send type just received: its next send is likely an answer (DEALER,
+        #: PAIR ping-pong), sent directly like REQ's rather than queued (see _send).
+        self._answering = False
         self._closed = False
 
     def __repr__(self) -> str:
@@ -426,7 +392,7 @@ class Socket(SyncSerializers):
         core = getattr(self, "_core", None)
         if core is not None and not self._closed:
             with contextlib.suppress(RuntimeError):  # the loop is gone (interpreter exit)
-                self._loop.call_soon_threadsafe(core.request_close)
+                self._shared.post_nowait(core.request_close)
 
     @property
     def closed(self) -> bool:
@@ -443,7 +409,8 @@ class Socket(SyncSerializers):
 
     @property
     def async_socket(self) -> AsyncSocket:
-        """The :class:`zmtp.Socket` behind this face; use it only on the loop thread."""
+        """The :class:`zmtp.Socket` behind this face; touch it only from code that the loop
+        runs (a coroutine handed to the proxy, say), never from your own threads."""
         return self._core.sock
 
     def set(self, name: str, value: Any) -> None:
@@ -461,7 +428,7 @@ class Socket(SyncSerializers):
 
     def _run(self, func: Callable[..., Any], *args: Any) -> Any:
         self._check_open()
-        return _call(self._loop, func, *args)
+        return self._shared.run(func, *args)
 
     def close(self, linger: float | _Option | None = OPTION) -> None:
         """Close the socket, flushing queued messages for up to ``linger`` seconds (the
@@ -469,7 +436,7 @@ class Socket(SyncSerializers):
         if self._closed:
             return
         self._closed = True
-        _call(self._loop, self._core.close, linger)
+        self._shared.run(self._core.close, linger)
 
     # endpoints
 
@@ -500,11 +467,15 @@ class Socket(SyncSerializers):
         self._send(as_message(parts))
 
     def _send(self, message: list[bytes]) -> None:
-        if self._alternating:
-            self._send_posted(message)
-            return
         if not self._queued:
-            self._run(self._core.sock.send_multipart, message)
+            self._check_open()
+            if self._batch == 1 and self.socket_type == "REQ":
+                # A new request: a reply still buffered (a recv() that refused a multipart
+                # reply, or was interrupted) answers an earlier one, as in the async REQ.
+                self._core.inbox.clear()
+            _, sent = self._shared.try_now(_send_now, self._core.sock, message)
+            if not sent:  # the loop is busy elsewhere, or the socket must wait for a peer
+                self._run(self._core.sock.send_multipart, message)
             return
         core = self._core
         if self._closed:
@@ -514,64 +485,42 @@ class Socket(SyncSerializers):
             core.send_error = None
             raise error
         queue = core.outq
+        if self._answering:
+            # Ping-pong on a queued type: with nothing queued ahead of it, an answer goes out
+            # directly (no pump, no background thread woken, no hand-over for the receive
+            # that follows). Only the first send after a receive: a stream stays queued.
+            self._answering = False
+            if not queue and core.pump_idle:
+                _, sent = self._shared.try_now(_send_now, core.sock, message)
+                if sent:
+                    return
         if len(queue) >= SEND_BUFFER:
-            self._wait_for_space(core, queue)
+            self._shared.run(core.wait_for_space, core.sock.options.send_timeout)
+            if core.closed.is_set():
+                raise SocketClosed(CLOSED)
+            error = core.send_error
+            if error is not None:
+                core.send_error = None
+                raise error
         queue.append(message)
         if core.pump_idle:
             core.pump_idle = False
-            self._loop.call_soon_threadsafe(core.wake_pump)
-
-    def _send_posted(self, message: list[bytes]) -> None:
-        """REQ/REP: check the request/reply alternation here, then hand the send to the loop
-        thread without waiting; the receive that must follow waits for it (one hand-over per
-        message instead of two). An error the send meets there is raised by that receive."""
-        with self._send_lock:
-            self._check_open()
-            self._raise_posted_error()
-            if self.socket_type == "REQ":
-                if self._turn == "recv" and not self._core.sock.options.req_relaxed:
-                    raise InvalidState(
-                        "REQ: a request is already pending; recv() its reply first "
-                        "(or set req_relaxed=True, or use recv_timeout to give up on it)"
-                    )
-            elif self._turn != "send":
-                raise InvalidState("REP: no request to answer; recv() a request before send()")
-            self._turn = "recv"
-            self._posted = _post(self._loop, self._core.sock.send_multipart, message)
-
-    def _raise_posted_error(self) -> None:
-        posted = self._posted
-        if posted is not None and posted.done.acquire(blocking=False):
-            self._posted = None
-            error = posted.error
-            if error is not None:
-                posted.error = None
-                raise error
-
-    def _wait_for_space(self, core: _Core, queue: deque[list[bytes]]) -> None:
-        timeout = core.sock.options.send_timeout
-        with core.space:
-            core.space_waiters += 1
-            try:
-                ok = core.space.wait_for(
-                    lambda: len(queue) <= _RESUME_AT or core.closed.is_set(), timeout
-                )
-            finally:
-                core.space_waiters -= 1
-        if core.closed.is_set():
-            raise SocketClosed(CLOSED)
-        if not ok:
-            raise TimedOut(
-                f"send timed out after {timeout:g} s (send_timeout): no peer took the "
-                f"{SEND_BUFFER} messages queued before it; check that a peer is up, or raise "
-                "send_timeout (None blocks)"
-            )
+            shared = self._shared
+            shared.loop.call_soon_threadsafe(core.wake_pump)
+            shared.kick()
 
     # receive
 
     def recv(self) -> bytes:
         """Receive a message and return its only part (raises if it has several)."""
-        message = self.recv_multipart()
+        inbox = self._core.inbox
+        if inbox and not self._queued:  # the fast path of recv_multipart, inline
+            try:
+                message = inbox.popleft()
+            except IndexError:  # another thread took it
+                message = self.recv_multipart()
+        else:
+            message = self.recv_multipart()
         if len(message) != 1:
             self._core.inbox.appendleft(message)  # not lost: the next receive returns it
             raise InvalidArgument(
@@ -582,30 +531,18 @@ class Socket(SyncSerializers):
     def recv_multipart(self) -> list[bytes]:
         """Receive the next message as a list of parts (TimeoutError after ``recv_timeout``)."""
         inbox = self._core.inbox
+        self._answering = self._queued
         if inbox:
             try:
                 return inbox.popleft()
             except IndexError:  # another thread took it
                 pass
         with self._recv_lock:
-            if self._alternating:
-                return self._recv_alternating()
+            # Into the buffer, not returned: a receive that completes as Ctrl-C arrives keeps
+            # its message there for the next call.
             while not inbox:
                 self._run(self._core.fetch, self._batch)
             return inbox.popleft()
-
-    def _recv_alternating(self) -> list[bytes]:
-        posted, self._posted = self._posted, None
-        try:
-            message: list[bytes] = self._run(self._core.recv_after, posted)
-        except TimeoutError:
-            if self.socket_type == "REQ":
-                self._turn = "send"  # the request is abandoned (docs/socket-types.md)
-            raise
-        except InvalidState:
-            raise
-        self._turn = "send"
-        return message
 
     def readable(self) -> bool:
         """True if a message is waiting (the next receive returns at once)."""
@@ -661,7 +598,7 @@ class Socket(SyncSerializers):
 
     def monitor(self) -> Monitor:
         """A blocking iterator over this socket's monitor events from now until it closes."""
-        return Monitor(self._loop, self._run(self._core.monitor))
+        return Monitor(self._shared, self._run(self._core.monitor))
 
 
 class Context:
@@ -718,9 +655,7 @@ class Poller(Registrations[Socket]):
             return []
         buffered = {s for s, f in self.sockets.items() if f & POLLIN and s._core.inbox}
         faces = {s.async_socket: s for s in self.sockets}
-        loop = next(iter(self.sockets))._loop
-        found: list[tuple[AsyncSocket, int]] = _call(
-            loop,
+        found: list[tuple[AsyncSocket, int]] = shared_loop().run(
             _poll_async,
             {s.async_socket: f for s, f in self.sockets.items()},
             0 if buffered else timeout,
@@ -742,8 +677,8 @@ async def _poll_async(
 
 def proxy(frontend: Socket, backend: Socket, capture: Socket | None = None) -> None:
     """The blocking :func:`zmtp.proxy.proxy`: forwards until a socket is closed (from another
-    thread; raises SocketClosed then). Runs on the loop thread with the sockets' async faces;
-    do not receive on these sockets meanwhile."""
+    thread; raises SocketClosed then). Runs with the loop (in the calling thread while no other
+    thread needs it) on the sockets' async faces; do not receive on these sockets meanwhile."""
     steerable_proxy(frontend, backend, capture)
 
 
@@ -760,8 +695,7 @@ def steerable_proxy(
     sockets = [s for s in (frontend, backend, capture, control) if s is not None]
     for sock in sockets:
         sock._check_open()
-    stats: ProxyStatistics = _call(
-        frontend._loop,
+    stats: ProxyStatistics = shared_loop().run(
         run,
         frontend.async_socket,
         backend.async_socket,
@@ -769,6 +703,18 @@ def steerable_proxy(
         None if control is None else control.async_socket,
     )
     return stats
+
+
+def _send_now(sock: AsyncSocket, message: list[bytes]) -> bool:
+    """A direct send without waiting, holding the loop (SharedLoop.try_now): what the async
+    ``send_multipart`` does before it would block. False: it must wait (or raise: the async
+    path says why)."""
+    if sock.closed:
+        return False
+    strategy = sock.engine.strategy
+    if strategy.send_check:
+        strategy.check_send(message)
+    return strategy.try_send(message)
 
 
 async def _connect(sock: AsyncSocket, endpoint: str, routing_id: bytes | None) -> None:
@@ -782,13 +728,13 @@ def _peers(sock: AsyncSocket) -> list[PeerInfo]:
 class Monitor:
     """The blocking twin of :class:`zmtp.Monitor`: ``for event in sock.monitor(): ...``."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, monitor: AsyncMonitor) -> None:
-        self._loop = loop
+    def __init__(self, shared: SharedLoop, monitor: AsyncMonitor) -> None:
+        self._shared = shared
         self._monitor = monitor
 
     def recv(self, timeout: float | None = None) -> MonitorEvent | None:
         """The next event (None once the socket closed); TimeoutError after ``timeout``."""
-        event: MonitorEvent | None = _call(self._loop, _receive, self._monitor, timeout)
+        event: MonitorEvent | None = self._shared.run(_receive, self._monitor, timeout)
         return event
 
     def wait_for(
@@ -797,7 +743,7 @@ class Monitor:
         timeout: float | None = None,
     ) -> MonitorEvent:
         """Skip events until one of ``kind`` (EOFError if the socket closed first)."""
-        event: MonitorEvent = _call(self._loop, _wait_for, self._monitor, kind, timeout)
+        event: MonitorEvent = self._shared.run(_wait_for, self._monitor, kind, timeout)
         return event
 
     def __iter__(self) -> Iterator[MonitorEvent]:
@@ -808,7 +754,7 @@ class Monitor:
             yield event
 
     def close(self) -> None:
-        _call(self._loop, self._monitor.close)
+        self._shared.run(self._monitor.close)
 
     def __enter__(self) -> Monitor:
         return self
@@ -840,6 +786,7 @@ del _name
 
 __all__ = [
     "EXIT_LINGER",
+    "GRACE",
     "OPTION",
     "POLLIN",
     "POLLOUT",
