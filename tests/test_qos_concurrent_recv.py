@@ -11,6 +11,7 @@ import pytest
 import zmtp
 import zmtp_qos
 from zmtp_qos import DeadLetter, Producer
+from zmtp_qos.letters import DeadLetterStream
 from zmtp_qos.socket import Handle
 
 pytestmark = pytest.mark.anyio
@@ -46,7 +47,10 @@ async def test_concurrent_receivers_each_get_a_handle() -> None:
 
 
 @pytest.mark.parametrize("source", ["socket", "producer"])
-async def test_two_dead_letter_readers_each_get_one(source: str) -> None:
+@pytest.mark.parametrize("shape", ["one-stream", "two-streams"])
+async def test_two_dead_letter_readers(source: str, shape: str) -> None:
+    """Two tasks reading one stream share its letters (each gets one: the shared wake-up
+    event strands neither); two streams each see every letter."""
     got: list[DeadLetter] = []
     with anyio.fail_after(20):
         async with (
@@ -54,17 +58,26 @@ async def test_two_dead_letter_readers_each_get_one(source: str) -> None:
             Producer(linger=0) as producer,
         ):
             await producer.connect(await pull.bind("tcp://127.0.0.1:*"))
-            stream = producer.dead_letters if source == "producer" else None
 
-            async def reader() -> None:
-                letters = stream() if stream else producer.socket.dead_letters()
-                got.append(await letters.__anext__())
+            def open_stream() -> DeadLetterStream:
+                if source == "producer":
+                    return producer.dead_letters()
+                return producer.socket.dead_letters()
+
+            shared = open_stream()
+            streams = [shared, shared] if shape == "one-stream" else [shared, open_stream()]
+            each = 1 if shape == "one-stream" else 2
+
+            async def reader(letters: DeadLetterStream) -> None:
+                for _ in range(each):
+                    got.append(await letters.__anext__())
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(reader)
-                tg.start_soon(reader)
+                for letters in streams:
+                    tg.start_soon(reader, letters)
                 await anyio.wait_all_tasks_blocked()
                 for i in range(2):
                     await producer.submit(b"bad-%d" % i)
                     (await pull.recv()).reject(0x05, "no")
-    assert sorted(letter.parts[0] for letter in got) == [b"bad-0", b"bad-1"]
+    expected = [b"bad-0", b"bad-1"] * len(set(map(id, streams)))
+    assert sorted(letter.parts[0] for letter in got) == sorted(expected)

@@ -2,7 +2,8 @@
 
 A stream receives every dead letter from the moment it is *created*, not from its first
 ``__anext__`` (an async generator would start listening only then, and a letter in between
-would be missed, or logged as unconsumed). Every open stream sees every letter. A stream is
+would be missed, or logged as unconsumed). Every open stream sees every letter; tasks
+reading one stream share its letters (each letter goes to one of them). A stream is
 closed by ``aclose()``, by leaving ``async with``, when the socket has closed (after the
 letters of the close), or by being dropped (the socket holds its streams weakly); with no
 stream open, a dead letter whose receipt nobody awaited is logged.
@@ -41,7 +42,8 @@ class DeadLetterStream:
         while not self._letters:
             if self not in self._streams:
                 raise StopAsyncIteration
-            self._wakeup = anyio.Event()
+            if self._wakeup is None or self._wakeup.is_set():
+                self._wakeup = anyio.Event()  # shared by every task reading this stream
             await self._wakeup.wait()
         return self._letters.popleft()
 

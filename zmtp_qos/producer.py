@@ -22,8 +22,9 @@ job; a task runs only for a resubmission, which is rare.
 from __future__ import annotations
 
 import logging
-from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+import weakref
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -34,6 +35,7 @@ from anyio.abc import TaskGroup
 import zmtp
 
 from .config import QoSConfig
+from .letters import DeadLetterStream
 from .results import (
     PEER_TIMEOUT,
     SOCKET_CLOSED,
@@ -160,9 +162,7 @@ class Producer:
         self._outstanding = 0
         self._by_reason: Counter[str] = Counter()
         self._drained: anyio.Event | None = None
-        self._letters: deque[DeadLetter] = deque()
-        self._letters_wakeup: anyio.Event | None = None
-        self._letter_readers = 0
+        self._letter_streams: weakref.WeakSet[DeadLetterStream] = weakref.WeakSet()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -190,7 +190,11 @@ class Producer:
             for job in list(self._resubmitting):
                 self._finish(job, DeadLetter(list(job.parts), SOCKET_CLOSED, ""))
             self._resubmitting.clear()
-            await self.socket.__aexit__(exc_type, exc, tb)
+            try:
+                await self.socket.__aexit__(exc_type, exc, tb)
+            finally:
+                for stream in list(self._letter_streams):
+                    stream.end()  # an `async for` over it finishes once it is read
 
     async def bind(self, endpoint: str) -> str:
         """Bind the socket (workers connect); returns the resolved endpoint."""
@@ -292,11 +296,10 @@ class Producer:
             self._delivered += 1
         else:
             self._by_reason[outcome.reason] += 1
-            if self._letter_readers:
-                self._letters.append(outcome)
-                if self._letters_wakeup is not None:
-                    self._letters_wakeup.set()
-            elif not job.observed:
+            streams = list(self._letter_streams)
+            for stream in streams:
+                stream.put(outcome)
+            if not streams and not job.observed:
                 log.warning(
                     "job dead-lettered (%s, peer %s, %d attempt(s)%s): %r",
                     outcome.reason,
@@ -325,21 +328,14 @@ class Producer:
                 self._drained = anyio.Event()
             await self._drained.wait()
 
-    async def dead_letters(self) -> AsyncIterator[DeadLetter]:
-        """Every final dead letter from now on, as it happens (never the resubmitted ones).
+    def dead_letters(self) -> DeadLetterStream:
+        """Every final dead letter from now on, as it happens (never the resubmitted ones):
+        ``async for letter in producer.dead_letters():``.
 
-        While one is being read, dead letters are not logged.
+        It listens from this call; every open stream sees every letter, and while one is
+        open dead letters are not logged (see :mod:`zmtp_qos.letters`).
         """
-        self._letter_readers += 1
-        try:
-            while True:
-                while not self._letters:
-                    if self._letters_wakeup is None or self._letters_wakeup.is_set():
-                        self._letters_wakeup = anyio.Event()  # shared by every reader
-                    await self._letters_wakeup.wait()
-                yield self._letters.popleft()
-        finally:
-            self._letter_readers -= 1
+        return DeadLetterStream(self._letter_streams)
 
     # ------------------------------------------------------------------ counters
 
