@@ -313,7 +313,7 @@ class SocketCore:
         """Wait until :meth:`unwritten` is False: everything queued on the live connections
         so far, messages and commands, has been handed to the operating system (or its
         connection ended). For a layer that must know its last words left before it closes
-        (``zmtp_qos.Worker``: the verdicts of a graceful stop)."""
+        (a job worker above: the verdicts of a graceful stop)."""
         while self.unwritten():
             wakeup = self._written_wakeup
             if wakeup is None:
