@@ -123,16 +123,16 @@ def test_qos_push_to_pull_delivers_every_line(backend: str, level: int) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_qos_2_sender_nobody_connects_reports_dead_letters(backend: str) -> None:
-    """Level 2, no peer ever: at the linger deadline both messages are dead letters
-    (socket_closed), printed on stderr in the output format, and the status is 1."""
+    """Level 2, no peer ever: after dead_letter_timeout both messages are dead letters
+    (peer_timeout, no peer: docs/qos.md "When no peer takes a message"), printed on stderr in the output format, and the status is 1."""
     proc = cat("PUSH", "--qos", "2", "-c", "tcp://127.0.0.1:1", "--dead-letter-timeout", "0.2",
                "--linger", "0.5", "-f", "quoted", "--backend", backend,
                stdin='"x" "y"\n"z"\n')  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     letters = [line for line in proc.stderr.splitlines() if "dead letter" in line]
     assert letters == [
-        'zmtp cat: dead letter (socket_closed, peer -): "x" "y"',
-        'zmtp cat: dead letter (socket_closed, peer -): "z"',
+        'zmtp cat: dead letter (peer_timeout, peer -): "x" "y"',
+        'zmtp cat: dead letter (peer_timeout, peer -): "z"',
     ], proc.stderr
     assert "Traceback" not in proc.stderr and "WARNING" not in proc.stderr.upper()
 

@@ -173,7 +173,7 @@ class QoSCatHooks(CatHooks):
         self.dead_letters += 1
         error = f", {letter.error}" if letter.error is not None else ""
         parts = self.io.format(letter.parts)
-        self.io.warn(f"dead letter ({letter.reason}, peer {letter.peer or '?'}{error}): {parts}")
+        self.io.warn(f"dead letter ({letter.reason}, peer {letter.peer or '-'}{error}): {parts}")
 
 
 __all__ = ["KEEP_RECEIPTS", "QoSCatHooks", "QoSCatPlugin"]
