@@ -12,10 +12,13 @@ with the same identity, or dead-lettered ``peer_timeout``.
 How it is built: one fetch task takes handles from the socket while fewer than ``prefetch``
 jobs are taken without a verdict (a semaphore), and hands them to ``concurrency`` handler
 tasks through a memory stream whose buffer is ``prefetch`` (so handing over never blocks and
-taking a job stays cancel-safe). The socket stops reading its connections while ``prefetch``
-received jobs wait to be taken (:meth:`zmtp_qos.Socket.set_receive_limit`), so the producers'
-further jobs wait on their side. Synchronous handlers run in anyio's thread pool behind a
-:class:`anyio.CapacityLimiter` of ``threads``.
+taking a job stays cancel-safe). Neither loop yields to the event loop while a slot and a job
+are at hand, so a batch of jobs runs in a row and its verdicts leave in one write (a yield per
+job let the writer flush every COMP alone, docs/performance.md). The socket stops reading
+its connections while ``prefetch`` received jobs wait to be taken
+(:meth:`zmtp_qos.Socket.set_receive_limit`), so the producers' further jobs wait on their side
+(and so do their PINGs: docs/worker.md on heartbeats). Synchronous handlers run in anyio's
+thread pool behind a :class:`anyio.CapacityLimiter` of ``threads``.
 
 :meth:`Worker.stop` and :meth:`Worker.kill` only set a flag and write one byte to a socket
 pair that a control task of :meth:`Worker.run` waits on: that is safe from a signal handler,
