@@ -26,6 +26,7 @@ Examples::
 
     python benchmarks/bench_worker.py --json worker.json            # every case, ~3-4 min
     python benchmarks/bench_worker.py --quick --cases bare,bare-sleep
+    python benchmarks/bench_worker.py --cases bare,worker --backends trio --profile worker
 
 See benchmarks/README.md for the shared options.
 """
@@ -50,16 +51,17 @@ from _common import (
     BenchError,
     BenchParser,
     Params,
+    Role,
     Session,
     WorkerGroup,
     anyio_role,
     fmt_rate,
     fmt_ratio,
     log,
-    pin_cpu,
     render_table,
     require,
     serve_rounds_async,
+    start_peers,
     summarize,
 )
 
@@ -278,13 +280,14 @@ def measure(args: Any, res: Result) -> None:
         "sleep": res.sleep,
     }
     label = f"{res.backend}-{res.case}"
+    prof = f"{label}-cycle{args.cycle}"
     with WorkerGroup(timeout=args.timeout) as group:
-        prod = group.start(f"{label}/producer", producer, base, cpu=pin_cpu(args.pin, 0))
-        _, endpoint = group.expect(prod, "ready")
-        work = group.start(
-            f"{label}/worker", worker, {**base, "endpoint": endpoint}, cpu=pin_cpu(args.pin, 1)
+        prod, _ = start_peers(
+            group,
+            args,
+            Role(f"{label}/producer", producer, base, "producer", f"{prof}-producer.prof"),
+            [Role(f"{label}/worker", worker, base, "worker", f"{prof}-worker.prof")],
         )
-        group.expect(work, "ready")
 
         def round_(warmup: int, count: int) -> float:
             prod.send(("run", {"warmup": warmup, "count": count}))
@@ -378,11 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-count", type=int, default=200_000, help="cap on N per round")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per child answer")
     ap.add_argument("--quick", action="store_true", help="smoke test: --duration 0.1 --repeat 1")
-    ap.add_harness_options(("producer", "worker"), "not supported here (use bench_qos.py)")
+    ap.add_harness_options(
+        ("producer", "worker"), "run that process under cProfile (its top functions printed)"
+    )
     args = ap.parse_bench_args(argv)
     args.stat = "median"
-    if args.profile:
-        ap.error("--profile is not supported by bench_worker.py")
     if args.quick:
         args.duration, args.repeat = 0.1, 1
     if args.repeat < 1 or args.cycles < 1 or args.duration <= 0 or args.sleep <= 0:

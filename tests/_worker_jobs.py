@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import anyio
 
 
@@ -18,3 +20,16 @@ def sync_echo(parts: list[bytes]) -> None:
 
 
 NOT_CALLABLE = 42
+
+
+async def record(parts: list[bytes]) -> None:
+    """Append ``start JOB`` to the file named by ``$WORKER_JOBS_OUT``, sleep 10 ms, append
+    ``done JOB`` (flushed line by line: a SIGKILL loses nothing written), for the producer's
+    fault tests (tests/test_producer_faults.py)."""
+    job = parts[0].decode()
+    with open(os.environ["WORKER_JOBS_OUT"], "a", encoding="utf-8") as out:
+        out.write(f"start {job}\n")
+        out.flush()
+        await anyio.sleep(0.01)
+        out.write(f"done {job}\n")
+        out.flush()

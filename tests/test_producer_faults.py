@@ -43,6 +43,22 @@ async def spawn(endpoint: str, identity: str, out: Path, backend: str, *extra: s
     )
 
 
+async def spawn_cli(endpoint: str, identity: str, out: Path, backend: str) -> Process:
+    """``python -m zmtp_qos worker`` (a real ``zmtp_qos.Worker``) whose handler records each
+    job's start and end in ``out`` (tests/_worker_jobs.py ``record``)."""
+    return await anyio.open_process(
+        [
+            *(sys.executable, "-m", "zmtp_qos", "worker", "tests._worker_jobs:record"),
+            *("--connect", endpoint, "--identity", identity, "--concurrency", "2"),
+            *("--backend", backend),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "WORKER_JOBS_OUT": str(out)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 async def stop(proc: Process) -> None:
     if proc.returncode is None:
         proc.kill()
@@ -103,9 +119,14 @@ async def test_sigkilled_worker_jobs_are_resubmitted_to_another_worker(
     assert (stats.delivered, stats.resubmitted, stats.dead_lettered) == (count, count, 0)
 
 
-async def test_three_workers_one_sigkilled_mid_run(anyio_backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("worker", ["receive-loop", "cli-worker"])
+async def test_three_workers_one_sigkilled_mid_run(
+    anyio_backend: str, tmp_path: Path, worker: str
+) -> None:
     """Producer -> 3 worker processes; one is SIGKILLed after it completed a few jobs. Every
-    job completes at least once, and no job whose COMP reached the producer runs again."""
+    job completes at least once, and no job whose COMP reached the producer runs again. The
+    workers are plain receive loops (tests/qos_worker_proc.py), or ``python -m zmtp_qos
+    worker`` (a ``zmtp_qos.Worker`` with its concurrency and prefetch)."""
     count = 300
     names = ["w0", "w1", "w2"]
     victim_name = names[0]
@@ -126,6 +147,9 @@ async def test_three_workers_one_sigkilled_mid_run(anyio_backend: str, tmp_path:
             procs = {}
             try:
                 for name in names:
+                    if worker == "cli-worker":
+                        procs[name] = await spawn_cli(ep, name, files[name], anyio_backend)
+                        continue
                     procs[name] = await spawn(
                         ep,
                         name,

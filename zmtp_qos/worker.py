@@ -12,10 +12,13 @@ with the same identity, or dead-lettered ``peer_timeout``.
 How it is built: one fetch task takes handles from the socket while fewer than ``prefetch``
 jobs are taken without a verdict (a semaphore), and hands them to ``concurrency`` handler
 tasks through a memory stream whose buffer is ``prefetch`` (so handing over never blocks and
-taking a job stays cancel-safe). The socket stops reading its connections while ``prefetch``
-received jobs wait to be taken (:meth:`zmtp_qos.Socket.set_receive_limit`), so the producers'
-further jobs wait on their side. Synchronous handlers run in anyio's thread pool behind a
-:class:`anyio.CapacityLimiter` of ``threads``.
+taking a job stays cancel-safe). Neither loop yields to the event loop while a slot and a job
+are at hand, so a batch of jobs runs in a row and its verdicts leave in one write (a yield per
+job let the writer flush every COMP alone, docs/performance.md). The socket stops reading
+its connections while ``prefetch`` received jobs wait to be taken
+(:meth:`zmtp_qos.Socket.set_receive_limit`), so the producers' further jobs wait on their side
+(and so do their PINGs: docs/worker.md on heartbeats). Synchronous handlers run in anyio's
+thread pool behind a :class:`anyio.CapacityLimiter` of ``threads``.
 
 :meth:`Worker.stop` and :meth:`Worker.kill` only set a flag and write one byte to a socket
 pair that a control task of :meth:`Worker.run` waits on: that is safe from a signal handler,
@@ -173,6 +176,7 @@ class Worker:
         self._abandoned = 0  #: taken without a verdict when the last kill came
         self._wake: socket.socket | None = None
         self._seq = 0
+        self._debug = False  #: DEBUG logging on, checked once per run (not per job)
 
     # ------------------------------------------------------------------ counters
 
@@ -249,6 +253,7 @@ class Worker:
                 self.endpoints = [await sock.bind(endpoint) for endpoint in self.bind]
                 for endpoint in self.connect:
                     await sock.connect(endpoint)
+                self._debug = log.isEnabledFor(logging.DEBUG)
                 self._log_start()
                 task_status.started(list(self.endpoints))
                 await self._serve(sock, reader)
@@ -319,12 +324,20 @@ class Worker:
         """Take jobs while fewer than ``prefetch`` are without a verdict. Both awaits are
         cancel-safe (a cancelled take consumes nothing), and the hand-over never blocks (the
         stream's buffer is ``prefetch``), so a stop never strands a taken job."""
+        recv_handle = sock.recv_handle
         async with send:
             with fetching:
                 while True:
-                    await slots.acquire()
+                    # Without a yield while a slot is free and jobs are queued: the handlers
+                    # then run a batch of jobs in a row, and their verdicts leave in one write
+                    # instead of one write per job (a checkpoint per job let the writer task
+                    # flush every COMP alone: 3x slower, docs/performance.md).
                     try:
-                        handle = await sock.recv_handle()
+                        slots.acquire_nowait()
+                    except anyio.WouldBlock:
+                        await slots.acquire()
+                    try:
+                        handle = await recv_handle()  # no yield when a handle is queued
                     except BaseException:
                         slots.release()
                         raise
@@ -338,18 +351,30 @@ class Worker:
         handler: JobHandler,
         slots: anyio.Semaphore,
     ) -> None:
+        run_job = self._run_job
         async with jobs:
-            async for handle in jobs:
+            while True:
                 try:
-                    await self._run_job(handle, handler)
+                    handle = jobs.receive_nowait()  # no checkpoint while jobs are waiting
+                except anyio.WouldBlock:
+                    try:
+                        handle = await jobs.receive()
+                    except anyio.EndOfStream:
+                        return
+                except anyio.EndOfStream:
+                    return
+                try:
+                    await run_job(handle, handler)
                 finally:
                     self._prefetched -= 1
                     slots.release()
 
     async def _run_job(self, handle: Handle, handler: JobHandler) -> None:
         self._seq += 1
-        job = f"job #{self._seq} {_describe(handle.parts)}"
-        log.debug("%s: start", job)
+        debug = self._debug
+        if debug:
+            log.debug("%s: start", self._job_name(handle, self._seq))
+        seq = self._seq
         self._in_flight += 1
         started = time.perf_counter()
         try:
@@ -364,16 +389,22 @@ class Worker:
         except Exception as exc:
             elapsed = time.perf_counter() - started
             self._times.append(elapsed)
-            self._fail(handle, job, exc, elapsed)
+            self._fail(handle, self._job_name(handle, seq), exc, elapsed)
         else:
             elapsed = time.perf_counter() - started
             self._times.append(elapsed)
             if not self._killed:
                 handle.complete()
                 self._completed += 1
-            log.debug("%s: done in %.3f s", job, elapsed)
+            if debug:
+                log.debug("%s: done in %.3f s", self._job_name(handle, seq), elapsed)
         finally:
             self._in_flight -= 1
+
+    @staticmethod
+    def _job_name(handle: Handle, seq: int) -> str:
+        """How the log names a job (built only when logged: it costs a repr per job)."""
+        return f"job #{seq} {_describe(handle.parts)}"
 
     def _fail(self, handle: Handle, job: str, exc: Exception, elapsed: float) -> None:
         if isinstance(exc, _Expired):
