@@ -440,7 +440,7 @@ class SocketCore:
         """A batch of messages read from ``pipe``'s peer (stream connections)."""
         ext = self.extension
         if ext is not None:
-            messages = [m for m in messages if ext.on_receive(pipe, m)]
+            messages = ext.on_receive_batch(pipe, messages)
             if not messages:
                 return
         self.strategy.incoming(pipe, messages)

@@ -68,6 +68,7 @@ from anyio.lowlevel import checkpoint
 from ..auth.policy import authenticate, zap_address
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
 from ..protocol.connection import Connection
+from ..protocol.errors import ProtocolError
 from ..protocol.events import (
     AuthenticationRequested,
     CommandReceived,
@@ -78,7 +79,7 @@ from ..protocol.events import (
 )
 from ..protocol.mechanism import AuthRequest
 from ..transport.streams import ipc_peer_credentials
-from .pipe import Pipe
+from .pipe import Pipe, PipeClosed
 
 if TYPE_CHECKING:
     from .contract import ConnectionHost
@@ -436,6 +437,15 @@ class StreamConnection:
         self.conn.send_command(name, data)
         self._wake_writer()
 
+    def send_command_frames(self, frames: list[bytes]) -> None:
+        """Queue encoded command frames (``Pipe.send_command_frames``); raises
+        :class:`~zmtp.engine.pipe.PipeClosed` once the connection has failed."""
+        try:
+            self.conn.send_command_frames(frames)
+        except ProtocolError:
+            raise PipeClosed(f"no live connection on {self.endpoint}") from None
+        self._wake_writer()
+
     # ------------------------------------------------------------------ writing
 
     def _wake_writer(self) -> None:
@@ -510,8 +520,7 @@ class StreamConnection:
                     batch = outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
                     ext = socket.extension
                     if ext is not None:
-                        for message in batch:
-                            ext.before_send(pipe, message)
+                        ext.before_send_batch(pipe, batch)
                     encoded = conn.encode_messages(batch)
                     data = data + encoded if data else encoded
                     flushing = True

@@ -177,6 +177,19 @@ class Connection:
             raise ProtocolError("commands can only be sent once the handshake is complete")
         self._out.append(self.mechanism.encode_command(encode_command(name, data)))
 
+    def send_command_frames(self, frames: Sequence[bytes]) -> None:
+        """Queue several post-handshake command frames at once, each complete as
+        :func:`~zmtp.protocol.frames.encode_command` builds it (an extension's batch of
+        acknowledgements: docs/extensions.md). NULL and PLAIN queue them as one buffer; CURVE
+        boxes each one, as :meth:`send_command` does."""
+        if self.state is not State.READY:
+            raise ProtocolError("commands can only be sent once the handshake is complete")
+        mech = self.mechanism
+        if mech.commands_in_clear:
+            self._out.append(b"".join(frames))
+        else:
+            self._out.extend([mech.encode_command(frame) for frame in frames])
+
     def send_ping(self, now: float, answer_within: float | None = None) -> None:
         """Queue a PING outside the heartbeat schedule (the engine's way to make the peer send
         something). With ``answer_within``, the connection fails unless some traffic arrives
