@@ -40,6 +40,19 @@ class DedupStore:
         while len(entries) > self.capacity:
             entries.popitem(last=False)
 
+    def admit(self, anchor: bytes, digest: bytes, now: float) -> bool:
+        """Level 2's receive in one lookup: remember ``digest`` and return True if it is new;
+        False (nothing changed, as :meth:`seen`) if it is already known."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            entries = self._sets[anchor] = OrderedDict()
+        elif digest in entries:
+            return False
+        entries[digest] = now  # new keys go last: no move_to_end needed
+        if len(entries) > self.capacity:
+            entries.popitem(last=False)
+        return True
+
     def remove(self, anchor: bytes, digest: bytes) -> bool:
         """CLR: forget ``digest``; whether it was known."""
         entries = self._sets.get(anchor)
