@@ -103,13 +103,72 @@ def test_command_frames_are_the_bytes_send_command_writes() -> None:
 
 
 def _ready_pair() -> tuple[Connection, Connection]:
-    """Two connections that completed a NULL handshake with a peer (outputs drained)."""
-    out: list[Connection] = []
-    for _ in range(2):
-        a, b = Connection("PUSH", now=0.0), Connection("PULL", now=0.0)
-        for _ in range(4):
-            b.receive_data(a.data_to_send())
-            a.receive_data(b.data_to_send())
-        a.data_to_send()
-        out.append(a)
-    return out[0], out[1]
+    """Two PUSH connections that each completed a NULL handshake (outputs drained)."""
+    return _handshaken()[0], _handshaken()[0]
+
+
+def _handshaken() -> tuple[Connection, Connection]:
+    """A PUSH and a PULL connection through their NULL handshake with each other."""
+    push, pull = Connection("PUSH", now=0.0), Connection("PULL", now=0.0)
+    for _ in range(4):
+        pull.receive_data(push.data_to_send())
+        push.receive_data(pull.data_to_send())
+    push.data_to_send()
+    return push, pull
+
+
+def test_batch_commands_delivers_runs_in_order_around_messages() -> None:
+    """Connection.batch_commands: consecutive commands are one CommandsReceived (a PING
+    inside a run stays internal); messages between them keep the order exact."""
+    from zmtp.protocol import CommandsReceived, MessagesReceived
+    from zmtp.protocol.commands import ping
+    from zmtp.protocol.frames import Command, encode_message
+
+    _, receiver = _handshaken()
+    receiver.batch_commands = True
+    wire = (
+        encode_command(b"X-A", b"1")
+        + ping()
+        + encode_command(b"X-B", b"2")
+        + encode_message([b"m"])
+        + encode_command(b"X-C", b"3")
+    )
+    assert receiver.receive_data(wire) == [
+        CommandsReceived([Command(b"X-A", b"1"), Command(b"X-B", b"2")]),
+        MessagesReceived([[b"m"]]),
+        CommandsReceived([Command(b"X-C", b"3")]),
+    ]
+
+
+class Subscribed(zmtp.SocketExtension):
+    """On an XPUB: sees only the commands the socket type does not consume."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[bytes, bytes]] = []
+        self.done = anyio.Event()
+
+    def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
+        self.got.append((name, data))
+        if name == b"X-END":
+            self.done.set()
+
+
+async def test_a_strategy_still_consumes_its_commands_from_a_batch() -> None:
+    """XPUB consumes SUBSCRIBE; the extension gets the rest of the run (tcp: batches)."""
+    ext = Subscribed()
+    async with linked(zmtp.XPUB, zmtp.SUB, "tcp://127.0.0.1:*", binder_extension=ext) as link:
+        link.connector.subscribe(b"topic")
+        with anyio.fail_after(TIMEOUT):
+            assert await link.binder.recv() == b"\x01topic"  # XPUB got the SUBSCRIBE
+        (pipe,) = link.connector.engine.pipes
+        pipe.send_command_frames(
+            [
+                encode_command(b"SUBSCRIBE", b"other"),  # consumed by XPUB, in the same run
+                encode_command(b"X-ONE", b"1"),
+                encode_command(b"X-END", b""),
+            ]
+        )
+        with anyio.fail_after(TIMEOUT):
+            await ext.done.wait()
+            assert await link.binder.recv() == b"\x01other"
+    assert ext.got == [(b"X-ONE", b"1"), (b"X-END", b"")]

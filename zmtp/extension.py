@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from .engine.pipe import Pipe
 from .engine.queue import Message
 from .monitor import PeerInfo
+from .protocol.frames import Command
 
 
 class SocketExtension:
@@ -51,6 +52,14 @@ class SocketExtension:
 
     def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
         """A command nobody else handled arrived from ``pipe``'s peer."""
+
+    def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
+        """A run of commands from ``pipe``'s peer (tcp/ipc: consecutive commands of one
+        read), in order; the default calls :meth:`on_command` for each. inproc calls
+        :meth:`on_command` per command."""
+        on_command = self.on_command
+        for command in commands:
+            on_command(pipe, command.name, command.data)
 
     def before_send(self, pipe: Pipe, message: Message) -> None:
         """``message`` (wire parts) is about to be written to ``pipe``'s peer."""

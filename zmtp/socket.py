@@ -302,7 +302,10 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         """
         if self._core.closing:
             raise SocketClosed(CLOSED)
-        if not message or any(type(part) is not bytes for part in message):
+        if len(message) == 1:
+            if type(message[0]) is not bytes:
+                raise WrongType("send_prepared takes a non-empty list of bytes")
+        elif not message or any(type(part) is not bytes for part in message):
             raise WrongType("send_prepared takes a non-empty list of bytes")
         strategy = self._strategy
         if strategy.send_check:

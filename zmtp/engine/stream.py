@@ -72,6 +72,7 @@ from ..protocol.errors import ProtocolError
 from ..protocol.events import (
     AuthenticationRequested,
     CommandReceived,
+    CommandsReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
@@ -126,6 +127,8 @@ class StreamConnection:
             heartbeat_timeout=opts.heartbeat_timeout,
             now=anyio.current_time(),
         )
+        # An extension may answer every message with a command (QoS ACKs): it gets them in runs.
+        self.conn.batch_commands = socket.extension is not None
         self.handshaken = False
         self.end_reason = ""
         self.end_kind = "closed"
@@ -360,6 +363,9 @@ class StreamConnection:
                 assert self.pipe is not None
                 self._eager_ok = True  # the application's next send is likely an answer
                 socket.incoming(self.pipe, event.messages)
+            elif type(event) is CommandsReceived:
+                assert self.pipe is not None
+                socket.commands(self.pipe, event.commands)
             elif type(event) is CommandReceived:
                 assert self.pipe is not None
                 socket.command(self.pipe, event.name, event.data)

@@ -34,6 +34,7 @@ from .errors import MessageTooLarge, ProtocolError
 from .events import (
     AuthenticationRequested,
     CommandReceived,
+    CommandsReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
@@ -134,6 +135,9 @@ class Connection:
         self._ping_timeout: float | None = None
         self._ttl_deadline: float | None = None
         self._pong_deadline: float | None = None  # see send_ping
+        #: Deliver runs of post-handshake commands as one CommandsReceived each instead of
+        #: a CommandReceived per command (the engine sets it when an extension is installed).
+        self.batch_commands = False
 
     # ------------------------------------------------------------------ output
 
@@ -379,6 +383,7 @@ class Connection:
         """Turn decoded items into events; PING/PONG are handled here and never surface."""
         events: list[Event] = []
         batch: list[list[bytes]] = []
+        run: list[Command] | None = None  # the commands of the current CommandsReceived
         for item in items:
             if type(item) is list:
                 batch.append(item)
@@ -401,7 +406,14 @@ class Connection:
                 if batch:
                     events.append(MessagesReceived(batch))
                     batch = []
-                events.append(CommandReceived(name, item.data))
+                    run = None
+                if not self.batch_commands:
+                    events.append(CommandReceived(name, item.data))
+                elif run is not None:
+                    run.append(item)
+                else:
+                    run = [item]
+                    events.append(CommandsReceived(run))
         if batch:
             events.append(MessagesReceived(batch))
         return events

@@ -401,7 +401,13 @@ class FrameDecoder:
                 # No "in the middle of a multipart" check: libzmq's heartbeat timer writes a
                 # PING between two frames of a message, and its own decoder carries on
                 # assembling the message. So do we.
-                append(parse_command(body))
+                if transform is None and body and 0 < body[0] < size:
+                    # parse_command inline (a slice of bytes is bytes already): an extension
+                    # may receive a command per message it sent (QoS ACKs).
+                    n = body[0] + 1
+                    append(Command(body[1:n], body[n:]))
+                else:
+                    append(parse_command(body))
             elif flags & MORE:
                 parts.append(body)
             elif parts:
