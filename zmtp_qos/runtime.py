@@ -31,7 +31,7 @@ from zmtp import SocketExtension
 from zmtp.engine.pipe import Pipe, PipeClosed
 from zmtp.engine.queue import Message
 from zmtp.monitor import MonitorEvent, PeerInfo
-from zmtp.protocol.frames import encode_command
+from zmtp.protocol.frames import Command, encode_command
 
 from . import commands, handshake
 from .anchor import describe, peer_anchor
@@ -294,6 +294,42 @@ class QoSRuntime(SocketExtension):
             batch.append(entry)
         self.tracker.track_all(key, batch)
 
+    def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
+        """A read's run of commands: the settling ones (ACK at levels 1-2, COMP at 3) in one
+        loop, with their CLRs (levels 2-3) queued in one call; anything else one by one."""
+        state: PeerState | None = pipe.extension_state
+        if state is None or not self.sending:
+            for command in commands:
+                self.on_command(pipe, command.name, command.data)
+            return
+        settling = self.settling
+        settle = self.tracker.settle
+        key = state.key
+        entries = self.entries
+        delivered = state.delivered
+        clear = self.level >= 2
+        clrs: list[bytes] = []
+        before = len(entries)
+        settled = 0
+        for command in commands:
+            data = command.data
+            if command.name != settling or len(data) < 1 + DIGEST_SIZE:
+                self.on_command(pipe, command.name, data)
+                continue
+            entry = settle(data[1 : 1 + DIGEST_SIZE], key)
+            if entry is None:
+                continue  # unknown digest: ignored
+            if clear:
+                clrs.append(CLR_PREFIX + data[: 1 + DIGEST_SIZE])
+            entries.pop(id(entry.parts), None)
+            entry.receipt.resolve(delivered)
+            settled += 1
+        if clrs:
+            self._send_frames(pipe, clrs)
+        if settled:
+            self.delivered += settled
+            self._slots_freed(before)
+
     def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
         state: PeerState | None = pipe.extension_state
         if state is None:
@@ -423,10 +459,16 @@ class QoSRuntime(SocketExtension):
 
     def _settled(self, entry: Entry) -> None:
         entries = self.entries
+        before = len(entries)
         entries.pop(id(entry.parts), None)
-        left = len(entries)
-        if left == self.send_hwm - 1:
-            self.wake_senders()  # was full: a slot is free (a sender may be waiting for it)
+        self._slots_freed(before)
+
+    def _slots_freed(self, before: int) -> None:
+        """Entries were settled (``before`` were un-settled): wake the senders if the window
+        was full (one may be waiting for a slot), and a lingering close once none is left."""
+        left = len(self.entries)
+        if before >= self.send_hwm > left:
+            self.wake_senders()
         if not left and self._drained is not None:
             drained, self._drained = self._drained, None
             drained.set()

@@ -234,7 +234,20 @@ class Socket:
 
     async def send(self, data: bytes) -> Receipt | None:
         """Send one part; see :meth:`send_multipart`."""
-        return await self.send_multipart([data])
+        runtime = self.runtime
+        if runtime is None or self._reqrep is not None:
+            return await self.send_multipart([data])
+        # send_multipart's tracked path, spelled out: one coroutine fewer per message.
+        message = [data if type(data) is bytes else bytes(data)]
+        if len(runtime.entries) >= runtime.send_hwm:
+            await self._wait_for_slot()
+        receipt = runtime.register(message)
+        try:
+            await self.raw.send_prepared(message)
+        except BaseException:
+            runtime.unregister(message)  # never queued: no receipt, no dead letter
+            raise
+        return receipt
 
     async def send_multipart(self, parts: list[bytes]) -> Receipt | None:
         """Send a message; at QoS >= 1 the returned receipt resolves to its outcome."""
