@@ -21,6 +21,8 @@ pytestmark = pytest.mark.anyio
 
 endpoint = helpers.endpoint  # fixture
 transport = helpers.transport  # fixture
+stream_endpoint = helpers.stream_endpoint  # fixture
+stream_transport = helpers.stream_transport  # fixture
 
 SERVER_PUBLIC, SERVER_SECRET = curve_keypair()
 CLIENT_PUBLIC, CLIENT_SECRET = curve_keypair()
@@ -172,3 +174,28 @@ async def test_a_strategy_still_consumes_its_commands_from_a_batch() -> None:
             await ext.done.wait()
             assert await link.binder.recv() == b"\x01other"
     assert ext.got == [(b"X-ONE", b"1"), (b"X-END", b"")]
+
+
+class Shown(zmtp.SocketExtension):
+    def __init__(self) -> None:
+        self.shown: list[Message] = []
+
+    def before_send(self, pipe: Pipe, message: Message) -> None:
+        self.shown.append(list(message))
+
+
+async def test_an_answer_written_eagerly_still_goes_through_before_send(
+    stream_endpoint: str,
+) -> None:
+    """A REP's reply right after a read is written from the application's task (eager write,
+    docs/performance.md): the extension still sees it, with its envelope, before it leaves."""
+    ext = Shown()
+    async with linked(zmtp.REP, zmtp.REQ, stream_endpoint, binder_extension=ext) as link:
+        for i in range(3):
+            await link.connector.send(b"ping %d" % i)
+            with anyio.fail_after(TIMEOUT):
+                assert await link.binder.recv() == b"ping %d" % i
+                await link.binder.send(b"pong %d" % i)
+                assert await link.connector.recv() == b"pong %d" % i
+    assert [m[-1] for m in ext.shown] == [b"pong 0", b"pong 1", b"pong 2"]
+    assert all(m[-2] == b"" for m in ext.shown)  # the delimiter: wire parts

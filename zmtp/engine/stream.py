@@ -24,8 +24,8 @@ read that delivered messages (the next send is then likely an answer, as in REQ/
 ROUTER or PAIR ping-pong) and used at most once per such read: the next messages of a burst
 wake the writer and go out in its batch, as before, and a one-way stream (PUSH, PUB) keeps
 the writer's batching untouched. No await is involved, so a cancelled ``send`` cannot
-interrupt it. Not used with an extension (its hooks run in the writer) nor once the
-connection is ending.
+interrupt it. An extension's ``before_send_batch`` runs in it as in the writer, right before
+the write (QoS REQ/REP keeps the shortcut). Not used once the connection is ending.
 
 Lent reads (latency, the mirror of the eager write): a message that the reader task delivers
 reaches the application one more loop pass later (the reader's wake-up, then the
@@ -431,8 +431,9 @@ class StreamConnection:
         self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
-        if socket.extension is None and socket.strategy.can_send:
-            # (an extension's hooks run in the writer; a receive-only socket never answers)
+        if socket.strategy.can_send:
+            # (a receive-only socket never answers; an extension's before_send_batch runs in
+            # the eager write as it would in the writer, right before the bytes go)
             self._raw, self._raw_send = _raw_socket(self.stream)
         socket.emit(HandshakeSucceeded(self.endpoint, peer))
         if pipe.outbox.items:
@@ -482,6 +483,9 @@ class StreamConnection:
         data = conn.data_to_send()
         batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
+            ext = self.socket.extension
+            if ext is not None:
+                ext.before_send_batch(pipe, batch)
             encoded = conn.encode_messages(batch)
             data = data + encoded if data else encoded
         if not data:
