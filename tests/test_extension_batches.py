@@ -199,3 +199,41 @@ async def test_an_answer_written_eagerly_still_goes_through_before_send(
                 assert await link.connector.recv() == b"pong %d" % i
     assert [m[-1] for m in ext.shown] == [b"pong 0", b"pong 1", b"pong 2"]
     assert all(m[-2] == b"" for m in ext.shown)  # the delimiter: wire parts
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fast_command_decoding_matches_the_general_path(seed: int) -> None:
+    """FrameDecoder.fast_commands (set with batch_commands) splits short command frames on a
+    fast path: the same items, chunk boundaries anywhere, and the same errors."""
+    import random
+
+    from zmtp.protocol.frames import FrameDecoder, encode_message
+
+    rng = random.Random(seed)
+    pieces = []
+    for _ in range(300):
+        kind = rng.random()
+        if kind < 0.5:
+            pieces.append(encode_command(b"ACK", b"x" + rng.randbytes(8)))
+        elif kind < 0.6:
+            pieces.append(
+                encode_command(b"N" * rng.randint(1, 20), rng.randbytes(rng.randint(0, 300)))
+            )
+        elif kind < 0.8:
+            pieces.append(encode_message([rng.randbytes(rng.randint(0, 300))]))
+        else:
+            pieces.append(encode_message([b"a", rng.randbytes(rng.randint(0, 20))]))
+    wire = b"".join(pieces)
+    for bad in (b"\x04\x01\x00", b"\x04\x03\x05ab", b"\x04\x00"):  # name-len 0, overrun, empty
+        results = []
+        for fast in (False, True):
+            decoder = FrameDecoder(-1, 65536)
+            decoder.fast_commands = fast
+            items = []
+            cuts = sorted(rng.sample(range(1, len(wire)), 20))
+            for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True):
+                items += decoder.feed(wire[a:b])
+            items += decoder.feed(bad)
+            results.append((items, str(decoder.error)))
+        assert results[0] == results[1]
+        assert results[0][1] != "None" and len(results[0][0]) == len(pieces)

@@ -135,9 +135,20 @@ class Connection:
         self._ping_timeout: float | None = None
         self._ttl_deadline: float | None = None
         self._pong_deadline: float | None = None  # see send_ping
-        #: Deliver runs of post-handshake commands as one CommandsReceived each instead of
-        #: a CommandReceived per command (the engine sets it when an extension is installed).
-        self.batch_commands = False
+        self._batch_commands = False
+
+    @property
+    def batch_commands(self) -> bool:
+        """Deliver runs of post-handshake commands as one CommandsReceived each instead of a
+        CommandReceived per command, and decode short command frames on the decoder's fast
+        path (the engine sets it when an extension is installed: QoS gets an ACK per
+        message). Off, nothing changes for data frames."""
+        return self._batch_commands
+
+    @batch_commands.setter
+    def batch_commands(self, value: bool) -> None:
+        self._batch_commands = value
+        self._decoder.fast_commands = value
 
     # ------------------------------------------------------------------ output
 
@@ -407,7 +418,7 @@ class Connection:
                     events.append(MessagesReceived(batch))
                     batch = []
                     run = None
-                if not self.batch_commands:
+                if not self._batch_commands:
                     events.append(CommandReceived(name, item.data))
                 elif run is not None:
                     run.append(item)
