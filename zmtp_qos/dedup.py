@@ -62,6 +62,17 @@ class DedupStore:
             del self._sets[anchor]
         return True
 
+    def remove_all(self, anchor: bytes, digests: list[bytes]) -> None:
+        """A run of CLRs: forget each of ``digests`` (unknown ones are ignored)."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            return
+        pop = entries.pop
+        for digest in digests:
+            pop(digest, None)
+        if not entries:
+            del self._sets[anchor]
+
     def sweep(self, now: float) -> int:
         """Drop digests older than the TTL; how many were dropped."""
         dropped = 0

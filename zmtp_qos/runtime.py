@@ -65,6 +65,7 @@ def _frame_prefix(name: bytes, data_size: int) -> bytes:
 
 
 _NOBODY = Delivered("")
+CLR = commands.CLR
 
 #: CLR echoes the ACK's (or COMP's) first 9 data bytes (algorithm + digest) as they came.
 CLR_PREFIX = _frame_prefix(commands.CLR, 9)
@@ -299,6 +300,9 @@ class QoSRuntime(SocketExtension):
         loop, with their CLRs (levels 2-3) queued in one call; anything else one by one."""
         state: PeerState | None = pipe.extension_state
         if state is None or not self.sending:
+            if state is not None and self.receiving and state.anchor is not None:
+                self._clear_batch(pipe, state.anchor, commands)
+                return
             for command in commands:
                 self.on_command(pipe, command.name, command.data)
             return
@@ -329,6 +333,22 @@ class QoSRuntime(SocketExtension):
         if settled:
             self.delivered += settled
             self._slots_freed(before)
+
+    def _clear_batch(self, pipe: Pipe, anchor: bytes, commands: list[Command]) -> None:
+        """Receiver, levels 2-3: a run of CLRs forgets their digests in one call."""
+        clr = CLR
+        digests: list[bytes] = []
+        for command in commands:
+            data = command.data
+            if command.name == clr and len(data) >= 1 + DIGEST_SIZE:
+                digests.append(data[1 : 1 + DIGEST_SIZE])
+            else:
+                if digests:
+                    self.dedup.remove_all(anchor, digests)
+                    digests = []
+                self.on_command(pipe, command.name, data)
+        if digests:
+            self.dedup.remove_all(anchor, digests)
 
     def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
         state: PeerState | None = pipe.extension_state
