@@ -35,8 +35,9 @@ class DedupStore:
         entries = self._sets.get(anchor)
         if entries is None:
             entries = self._sets[anchor] = OrderedDict()
+        elif digest in entries:
+            entries.move_to_end(digest)  # refreshed: now the newest
         entries[digest] = now
-        entries.move_to_end(digest)
         while len(entries) > self.capacity:
             entries.popitem(last=False)
 

@@ -546,7 +546,6 @@ class QoSRuntime(SocketExtension):
         if self.dedup.seen(anchor, digest):
             self._send_frames(pipe, [state.comp_prefix + digest])
             return False
-        ref = state.algorithm.encode("ascii") + digest
         key = (anchor, digest)
         if key in self.processing:
             self.processing[key].append(pipe)  # answered by the first copy's verdict
@@ -556,6 +555,7 @@ class QoSRuntime(SocketExtension):
             self.processing[key] = [pipe]
         else:
             text = b"receiver queue full"
+            ref = state.algorithm.encode("ascii") + digest
             self._send_command(pipe, commands.NACK, ref + bytes((0x84, 0, len(text))) + text)
         return False
 

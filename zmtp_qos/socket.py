@@ -182,6 +182,8 @@ class Socket:
             names += ["recv", "recv_multipart"]
         for name in names:
             setattr(self, name, getattr(raw, name))
+        if self.level == 3 and kind in RECEIVING_TYPES:
+            self.recv = self.recv_handle  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -338,8 +340,10 @@ class Socket:
                     handle._give(NACK_TIMEOUT, b"processing_timeout")
 
             self._schedule(timeout, expire)
-        if self._handles_wakeup is not None:
-            self._handles_wakeup.set()
+        wakeup = self._handles_wakeup
+        if wakeup is not None:
+            self._handles_wakeup = None  # once: the next delivery finds nobody to wake
+            wakeup.set()
         return True
 
     # ------------------------------------------------------------------ dead letters
