@@ -57,6 +57,7 @@ class Entry:
     algorithm: str = ""
     key: object = None  #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
     retries: int = 0
+    seq: int = 0  #: write order, set by the tracker
 
 
 def _frame_prefix(name: bytes, data_size: int) -> bytes:
