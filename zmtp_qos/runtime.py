@@ -15,6 +15,13 @@ gives the slot back. That bound is what the receiver's dedup capacity relies on
 Receiver: level 1 ACKs a message once it is queued; levels 2-3 keep a dedup set per anchor;
 level 3 hands each message to the application wrapped in a handle whose verdict becomes COMP
 or NACK (see :mod:`zmtp_qos.socket`).
+
+Hot path (docs/performance.md, "QoS levels"): over tcp/ipc the work is done per batch through
+zmtp's batch hooks: ``before_send_batch`` digests and tracks a writer's batch,
+``on_receive_batch`` answers a read with one ``send_command_frames`` of precomputed ACK
+prefixes plus digests, and ``on_command_batch`` settles a read's run of ACKs (COMP) with one
+dict pop each and queues their CLRs together. The single-message hooks (inproc, udp) call the
+batch forms with one message.
 """
 
 from __future__ import annotations
