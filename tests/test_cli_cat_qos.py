@@ -124,7 +124,8 @@ def test_qos_push_to_pull_delivers_every_line(backend: str, level: int) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_qos_2_sender_nobody_connects_reports_dead_letters(backend: str) -> None:
     """Level 2, no peer ever: after dead_letter_timeout both messages are dead letters
-    (peer_timeout, no peer: docs/qos.md "When no peer takes a message"), printed on stderr in the output format, and the status is 1."""
+    (peer_timeout, no peer: docs/qos.md "When no peer takes a message"), printed on stderr
+    in the output format, and the status is 1."""
     proc = cat("PUSH", "--qos", "2", "-c", "tcp://127.0.0.1:1", "--dead-letter-timeout", "0.2",
                "--linger", "0.5", "-f", "quoted", "--backend", backend,
                stdin='"x" "y"\n"z"\n')  # fmt: skip

@@ -21,7 +21,9 @@ VICTIM = r"""
 import sys, anyio, zmtp, zmtp_qos
 
 async def main():
-    async with zmtp_qos.Socket(zmtp.PULL, qos=1, recv_hwm=5) as pull:
+    # Small reads: a read delivers (and ACKs) a handful of messages, and once recv_hwm are
+    # waiting the connection stops reading, whatever size the sender's writes were.
+    async with zmtp_qos.Socket(zmtp.PULL, qos=1, recv_hwm=5, read_size=64) as pull:
         await pull.connect(sys.argv[1])
         print(await pull.recv(), flush=True)  # then stall: the rest stays un-ACKed
         await anyio.sleep_forever()

@@ -11,13 +11,15 @@ attribute against None. The hooks (docs/extensions.md lists them too):
 3. :meth:`on_command` - every post-handshake command the core and the socket type do not
    consume, per connection, on every transport (inproc included).
 4. Routing hooks: :meth:`before_send` (a message is about to be written to a peer, wire parts
-   available), :meth:`on_receive` (a message arrived; return False to consume it),
+   available), :meth:`on_receive` (a message arrived; return False to consume it), their
+   batch forms :meth:`before_send_batch` / :meth:`on_receive_batch` (tcp/ipc call these),
    :meth:`pipe_connected` / :meth:`pipe_disconnected` / :meth:`pipe_removed`, :meth:`can_send`
    (send-slot gating; call ``socket.wake_senders()`` when a gate opens), :meth:`can_receive`
    (read gating: a tcp/ipc connection reads no more input while it is False; call
    ``socket.wake_readers()`` when it opens), and :meth:`linger` (``close()`` waits on it
    within the socket's linger time).
-5. Sending a command on a connection: ``pipe.send_command(name, data)``.
+5. Sending a command on a connection: ``pipe.send_command(name, data)``, or several encoded
+   frames at once: ``pipe.send_command_frames(frames)``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 from .engine.pipe import Pipe
 from .engine.queue import Message
 from .monitor import PeerInfo
+from .protocol.frames import Command
 
 
 class SocketExtension:
@@ -52,12 +55,40 @@ class SocketExtension:
     def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
         """A command nobody else handled arrived from ``pipe``'s peer."""
 
+    def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
+        """A run of commands from ``pipe``'s peer (tcp/ipc: consecutive commands of one
+        read), in order; the default calls :meth:`on_command` for each. inproc calls
+        :meth:`on_command` per command."""
+        on_command = self.on_command
+        for command in commands:
+            on_command(pipe, command.name, command.data)
+
     def before_send(self, pipe: Pipe, message: Message) -> None:
         """``message`` (wire parts) is about to be written to ``pipe``'s peer."""
 
     def on_receive(self, pipe: Pipe, message: Message) -> bool:
         """``message`` arrived from ``pipe``; return False to consume it (not delivered)."""
         return True
+
+    def before_send_batch(self, pipe: Pipe, messages: list[Message]) -> None:
+        """A tcp/ipc writer is about to write ``messages`` to ``pipe``'s peer, in order.
+
+        The default calls :meth:`before_send` for each; an extension with per-message work
+        overrides this to do it in one loop (one Python call per batch instead of per
+        message). inproc calls :meth:`before_send` per message.
+        """
+        before_send = self.before_send
+        for message in messages:
+            before_send(pipe, message)
+
+    def on_receive_batch(self, pipe: Pipe, messages: list[Message]) -> list[Message]:
+        """The messages of one tcp/ipc read arrived from ``pipe``; return those to deliver,
+        in order (the default asks :meth:`on_receive` about each). Override it to answer a
+        whole read at once, e.g. with :meth:`Pipe.send_command_frames`. inproc and udp call
+        :meth:`on_receive` per message.
+        """
+        on_receive = self.on_receive
+        return [message for message in messages if on_receive(pipe, message)]
 
     def can_send(self, pipe: Pipe) -> bool:
         """Whether the socket may route a new message to ``pipe`` now (send-slot gating)."""

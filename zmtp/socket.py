@@ -307,13 +307,25 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         """
         if self._core.closing:
             raise SocketClosed(CLOSED)
-        if not message or any(type(part) is not bytes for part in message):
+        if len(message) == 1:
+            if type(message[0]) is not bytes:
+                raise WrongType("send_prepared takes a non-empty list of bytes")
+        elif not message or any(type(part) is not bytes for part in message):
             raise WrongType("send_prepared takes a non-empty list of bytes")
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)
+        # The same cadence as send_multipart: a cancel is seen within 16 calls (before the
+        # message is queued, so it is either queued whole or not at all), and the scheduler
+        # gets a pass every 256. Yielding after every message made the connection's writer
+        # write one message per syscall (docs/performance.md, optimisation log).
+        ops = self._ops = self._ops + 1
+        if not ops & _CANCEL_CHECK_MASK:
+            await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
+            if ops >= _YIELD_EVERY:
+                self._ops = 0
+                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 

@@ -35,10 +35,24 @@ class DedupStore:
         entries = self._sets.get(anchor)
         if entries is None:
             entries = self._sets[anchor] = OrderedDict()
+        elif digest in entries:
+            entries.move_to_end(digest)  # refreshed: now the newest
         entries[digest] = now
-        entries.move_to_end(digest)
         while len(entries) > self.capacity:
             entries.popitem(last=False)
+
+    def admit(self, anchor: bytes, digest: bytes, now: float) -> bool:
+        """Level 2's receive in one lookup: remember ``digest`` and return True if it is new;
+        False (nothing changed, as :meth:`seen`) if it is already known."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            entries = self._sets[anchor] = OrderedDict()
+        elif digest in entries:
+            return False
+        entries[digest] = now  # new keys go last: no move_to_end needed
+        if len(entries) > self.capacity:
+            entries.popitem(last=False)
+        return True
 
     def remove(self, anchor: bytes, digest: bytes) -> bool:
         """CLR: forget ``digest``; whether it was known."""
@@ -48,6 +62,17 @@ class DedupStore:
         if not entries:
             del self._sets[anchor]
         return True
+
+    def remove_all(self, anchor: bytes, digests: list[bytes]) -> None:
+        """A run of CLRs: forget each of ``digests`` (unknown ones are ignored)."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            return
+        pop = entries.pop
+        for digest in digests:
+            pop(digest, None)
+        if not entries:
+            del self._sets[anchor]
 
     def sweep(self, now: float) -> int:
         """Drop digests older than the TTL; how many were dropped."""

@@ -23,6 +23,11 @@ DIGEST_SIZE = 8
 _u64_le = struct.Struct("<Q").pack
 _u64_be = struct.Struct(">Q").pack
 _xxh64 = xxhash.xxh64_intdigest
+_xxh64_stream = xxhash.xxh64
+#: The frame header of a last (or only) part of each short size: 0x00 then the size.
+_SHORT_HEADS = [bytes((0, size)) for size in range(256)]
+#: Above this a single part is hashed as header then part (no concatenated copy).
+_STREAM_ABOVE = 4096
 
 
 def wire_encoding(parts: Sequence[bytes]) -> bytes:
@@ -47,8 +52,13 @@ def digest_x(parts: Sequence[bytes]) -> bytes:
     if len(parts) == 1:  # the common case without building a bytearray
         part = parts[0]
         size = len(part)
-        head = bytes((0x02,)) + _u64_be(size) if size > 255 else bytes((0, size))
-        return _u64_le(_xxh64(head + part))
+        if size < 256:
+            return _u64_le(_xxh64(_SHORT_HEADS[size] + part))
+        if size <= _STREAM_ABOVE:
+            return _u64_le(_xxh64(b"\x02" + _u64_be(size) + part))
+        state = _xxh64_stream(b"\x02" + _u64_be(size))
+        state.update(part)
+        return _u64_le(state.intdigest())
     return _u64_le(_xxh64(wire_encoding(parts)))
 
 

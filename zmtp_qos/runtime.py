@@ -15,6 +15,13 @@ gives the slot back. That bound is what the receiver's dedup capacity relies on
 Receiver: level 1 ACKs a message once it is queued; levels 2-3 keep a dedup set per anchor;
 level 3 hands each message to the application wrapped in a handle whose verdict becomes COMP
 or NACK (see :mod:`zmtp_qos.socket`).
+
+Hot path (docs/performance.md, "QoS levels"): over tcp/ipc the work is done per batch through
+zmtp's batch hooks: ``before_send_batch`` digests and tracks a writer's batch,
+``on_receive_batch`` answers a read with one ``send_command_frames`` of precomputed ACK
+prefixes plus digests, and ``on_command_batch`` settles a read's run of ACKs (COMP) with one
+dict pop each and queues their CLRs together. The single-message hooks (inproc, udp) call the
+batch forms with one message.
 """
 
 from __future__ import annotations
@@ -31,13 +38,14 @@ from zmtp import SocketExtension
 from zmtp.engine.pipe import Pipe, PipeClosed
 from zmtp.engine.queue import Message
 from zmtp.monitor import MonitorEvent, PeerInfo
+from zmtp.protocol.frames import Command, encode_command
 
 from . import commands, handshake
 from .anchor import describe, peer_anchor
 from .codes import is_retryable
 from .config import QoSConfig, backoff_delay
 from .dedup import DedupStore
-from .digest import DIGESTERS
+from .digest import DIGEST_SIZE, DIGESTERS
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
@@ -47,7 +55,7 @@ RECEIVING_TYPES = frozenset({"PULL", "GATHER"})
 SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Entry:
     """One message the sender is responsible for until it is settled."""
 
@@ -61,15 +69,43 @@ class Entry:
     #: no connection, or failed over with nobody connected): it is dead-lettered
     #: ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see :meth:`sweep`).
     waiting_since: float | None = None
+    seq: int = 0  #: write order, set by the tracker
+
+
+def _frame_prefix(name: bytes, data_size: int) -> bytes:
+    """The bytes of a ``name`` command frame before its last ``data_size`` data bytes."""
+    return encode_command(name, bytes(data_size))[:-data_size]
+
+
+_NOBODY = Delivered("")
+CLR = commands.CLR
+
+#: CLR echoes the ACK's (or COMP's) first 9 data bytes (algorithm + digest) as they came.
+CLR_PREFIX = _frame_prefix(commands.CLR, 9)
 
 
 @dataclass
 class PeerState:
-    """Per-connection QoS state (``pipe.extension_state``)."""
+    """Per-connection QoS state (``pipe.extension_state``).
+
+    Besides what the handshake settled, it holds what the per-message paths would otherwise
+    recompute: the tracker key, the receipts' :class:`Delivered` outcome (one immutable value
+    per peer), and the frame prefixes of ACK and COMP with this algorithm (a frame is then the
+    prefix plus the 8-byte digest, docs/qos-protocol.md §4).
+    """
 
     anchor: bytes | None
     algorithm: str
     digester: Callable[[Message], bytes]
+    key: object = None  #: the tracker key: the pipe (level 1) or the anchor (levels 2-3)
+    delivered: Delivered = field(default_factory=lambda: _NOBODY)  #: set by validate_peer
+    ack_prefix: bytes = b""
+    comp_prefix: bytes = b""
+
+    def __post_init__(self) -> None:
+        algo = self.algorithm.encode("ascii")
+        self.ack_prefix = _frame_prefix(commands.ACK, 9) + algo
+        self.comp_prefix = _frame_prefix(commands.COMP, 9) + algo
 
 
 @dataclass
@@ -136,6 +172,11 @@ class QoSRuntime(SocketExtension):
         #: Every pipe of the socket (set by :class:`zmtp_qos.Socket` to the engine's
         #: ``pipes``): the sweep looks for messages queued on pipes with no connection.
         self.pipes: Callable[[], Iterable[Pipe]] | None = None
+        #: What the per-message paths test once: which side this socket is, and the command
+        #: that settles a message at this level (ACK at 1-2, COMP at 3).
+        self.receiving = socket_type in RECEIVING_TYPES
+        self.sending = socket_type in SENDING_TYPES
+        self.settling = commands.COMP if level == 3 else commands.ACK
 
     # ------------------------------------------------------------------ counters
 
@@ -192,7 +233,10 @@ class QoSRuntime(SocketExtension):
         result = handshake.validate_peer(self.level, peer.properties, anchor)
         if isinstance(result, str):
             return result
-        pipe.extension_state = PeerState(anchor, result.algorithm, DIGESTERS[result.algorithm])
+        state = PeerState(anchor, result.algorithm, DIGESTERS[result.algorithm])
+        state.key = pipe if self.level == 1 else anchor
+        state.delivered = Delivered(self._peer_name(pipe, state))
+        pipe.extension_state = state
         return None
 
     # ------------------------------------------------------------------ connections
@@ -286,16 +330,86 @@ class QoSRuntime(SocketExtension):
         return gate is None or gate()
 
     def before_send(self, pipe: Pipe, message: Message) -> None:
+        self.before_send_batch(pipe, [message])  # inproc and udp: one at a time
+
+    def before_send_batch(self, pipe: Pipe, messages: list[Message]) -> None:
+        """Digest and track a writer's batch before it is written: an immediate ACK finds
+        every entry (one loop and one tracker call per batch)."""
         state: PeerState | None = pipe.extension_state
-        if state is None:
+        if state is None or not self.sending:
             return
-        entry = self._entry_for(message)
-        if not entry.digest or entry.algorithm != state.algorithm:
-            entry.digest = state.digester(message)
-            entry.algorithm = state.algorithm
-        key: object = pipe if self.level == 1 else state.anchor
-        entry.key = key
-        self.tracker.track(key, entry)  # before the write: an immediate ACK finds it
+        entries = self.entries
+        algorithm = state.algorithm
+        digester = state.digester
+        key = state.key
+        batch: list[Entry] = []
+        for message in messages:
+            entry = entries.get(id(message))
+            if entry is None or entry.parts is not message:
+                entry = self._entry_for(message)
+            if entry.algorithm != algorithm:  # new ("") or re-sent to a peer using another
+                entry.digest = digester(message)
+                entry.algorithm = algorithm
+            entry.key = key
+            batch.append(entry)
+        self.tracker.track_all(key, batch)
+
+    def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
+        """A read's run of commands: the settling ones (ACK at levels 1-2, COMP at 3) in one
+        loop, with their CLRs (levels 2-3) queued in one call; anything else one by one."""
+        state: PeerState | None = pipe.extension_state
+        if state is None or not self.sending:
+            if state is not None and self.receiving and state.anchor is not None:
+                self._clear_batch(pipe, state.anchor, commands)
+                return
+            for command in commands:
+                self.on_command(pipe, command.name, command.data)
+            return
+        settling = self.settling
+        settle = self.tracker.settle
+        key = state.key
+        entries = self.entries
+        delivered = state.delivered
+        clear = self.level >= 2
+        clrs: list[bytes] = []
+        before = len(entries)
+        settled = 0
+        for command in commands:
+            data = command.data
+            if command.name != settling or len(data) < 1 + DIGEST_SIZE:
+                self.on_command(pipe, command.name, data)
+                continue
+            entry = settle(data[1 : 1 + DIGEST_SIZE], key)
+            if entry is None:
+                continue  # unknown digest: ignored
+            if clear:
+                clrs.append(CLR_PREFIX + data[: 1 + DIGEST_SIZE])
+            entries.pop(id(entry.parts), None)
+            entry.receipt.resolve(delivered)
+            settled += 1
+        if clrs:
+            self._send_frames(pipe, clrs)
+        if settled:
+            self.delivered += settled
+            self._slots_freed(before)
+
+    def _clear_batch(self, pipe: Pipe, anchor: bytes, commands: list[Command]) -> None:
+        """Receiver, levels 2-3: a run of CLRs forgets their digests in one call."""
+        clr = CLR
+        digests: list[bytes] = []
+        for command in commands:
+            data = command.data
+            if command.name == clr and len(data) >= 1 + DIGEST_SIZE:
+                digests.append(data[1 : 1 + DIGEST_SIZE])
+            else:
+                if digests:
+                    self.dedup.remove_all(anchor, digests)
+                    digests = []
+                self.on_command(pipe, command.name, data)
+        if digests:
+            self.dedup.remove_all(anchor, digests)
+            if self.on_clear is not None:
+                self.on_clear()  # a graceful stop waiting for its COMPs to be confirmed
 
     def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
         state: PeerState | None = pipe.extension_state
@@ -308,20 +422,16 @@ class QoSRuntime(SocketExtension):
                 if self.on_clear is not None:
                     self.on_clear()
             return
-        if name in (commands.ACK, commands.COMP):
-            if (name == commands.ACK) != (self.level < 3):
-                return  # not the settling command of this level: ignored
-            ref = commands.parse_digest(data)
-            if ref is None:
-                return
-            key = None if self.level == 1 else state.anchor
-            entry = self.tracker.settle(ref.digest, key)
+        if name == self.settling:  # the hot path: ACK at levels 1-2, COMP at 3
+            if len(data) < 1 + DIGEST_SIZE:
+                return  # too short for a digest: ignored (lenient, docs/qos-protocol.md §4)
+            entry = self.tracker.settle(data[1 : 1 + DIGEST_SIZE], state.key)
             if entry is None:
-                return  # unknown digest: ignored
+                return  # unknown digest (or the other level's command): ignored
             if self.level >= 2:
-                self._send_command(pipe, commands.CLR, data[: 1 + 8])
+                self._send_frames(pipe, [CLR_PREFIX + data[: 1 + DIGEST_SIZE]])
             self._settled(entry)
-            entry.receipt.resolve(Delivered(self._peer_name(pipe, state)))
+            entry.receipt.resolve(state.delivered)
             self.delivered += 1
         elif name == commands.NACK and self.level == 3:
             nack = commands.parse_nack(data)
@@ -471,13 +581,20 @@ class QoSRuntime(SocketExtension):
             )
 
     def _settled(self, entry: Entry) -> None:
-        self.entries.pop(id(entry.parts), None)
-        drained = self._drained
-        if drained is not None and not self.in_flight:
-            self._drained = None
+        entries = self.entries
+        before = len(entries)
+        entries.pop(id(entry.parts), None)
+        self._slots_freed(before)
+
+    def _slots_freed(self, before: int) -> None:
+        """Entries were settled (``before`` were un-settled): wake the senders if the window
+        was full (one may be waiting for a slot), and a lingering close once none is left."""
+        left = len(self.entries)
+        if before >= self.send_hwm > left:
+            self.wake_senders()
+        if not left and self._drained is not None:
+            drained, self._drained = self._drained, None
             drained.set()
-        if len(self.entries) < self.send_hwm:
-            self.wake_senders()  # a slot is free (cheap when nobody waits)
 
     def dead_letter(
         self, entry: Entry, reason: str, peer: str, error: NackError | None = None
@@ -491,25 +608,47 @@ class QoSRuntime(SocketExtension):
     # ------------------------------------------------------------------ receiving
 
     def on_receive(self, pipe: Pipe, message: Message) -> bool:
+        return bool(self.on_receive_batch(pipe, [message]))  # inproc and udp: one at a time
+
+    def on_receive_batch(self, pipe: Pipe, messages: list[Message]) -> list[Message]:
+        """A read's messages: digest each and answer them in one batch of frames (ACK at
+        levels 1-2, after the dedup check at 2); level 3 hands each to the application."""
         state: PeerState | None = pipe.extension_state
-        if state is None or self.socket_type not in RECEIVING_TYPES:
-            return True
-        if self.socket_type == "GATHER" and len(message) != 1:
-            return False  # GATHER discards multipart: never acknowledge what it drops
+        if state is None or not self.receiving:
+            return messages
+        level = self.level
+        digester = state.digester
+        if self.socket_type == "GATHER" and any(len(m) != 1 for m in messages):
+            # GATHER discards multipart: never acknowledge what it drops.
+            messages = [m for m in messages if len(m) == 1]
+        if level == 1:
+            prefix = state.ack_prefix
+            self._send_frames(pipe, [prefix + digester(m) for m in messages])
+            return messages
+        if level == 2:
+            anchor = state.anchor
+            assert anchor is not None
+            admit = self.dedup.admit
+            now = self.clock()
+            keep: list[Message] = []
+            frames: list[bytes] = []
+            prefix = state.ack_prefix
+            for message in messages:
+                digest = digester(message)
+                frames.append(prefix + digest)  # a duplicate is answered, not delivered
+                if admit(anchor, digest, now):
+                    keep.append(message)
+            self._send_frames(pipe, frames)
+            return keep
+        return [m for m in messages if self._receive_level3(pipe, state, m)]
+
+    def _receive_level3(self, pipe: Pipe, state: PeerState, message: Message) -> bool:
         digest = state.digester(message)
-        ref = state.algorithm.encode("ascii") + digest
-        if self.level == 1:
-            self._send_command(pipe, commands.ACK, ref)
-            return True
         anchor = state.anchor
         assert anchor is not None
         if self.dedup.seen(anchor, digest):
-            self._send_command(pipe, commands.ACK if self.level == 2 else commands.COMP, ref)
+            self._send_frames(pipe, [state.comp_prefix + digest])
             return False
-        if self.level == 2:
-            self.dedup.add(anchor, digest, self.clock())
-            self._send_command(pipe, commands.ACK, ref)
-            return True
         key = (anchor, digest)
         if key in self.processing:
             self.processing[key].append(pipe)  # answered by the first copy's verdict
@@ -519,6 +658,7 @@ class QoSRuntime(SocketExtension):
             self.processing[key] = [pipe]
         else:
             text = b"receiver queue full"
+            ref = state.algorithm.encode("ascii") + digest
             self._send_command(pipe, commands.NACK, ref + bytes((0x84, 0, len(text))) + text)
         return False
 
@@ -538,7 +678,7 @@ class QoSRuntime(SocketExtension):
                 continue
             algorithm = target_state.algorithm
             if code is None:
-                self._send_command(target, commands.COMP, algorithm.encode("ascii") + digest)
+                self._send_frames(target, [target_state.comp_prefix + digest])
             else:
                 data = commands.nack_data(algorithm, digest, code, text)
                 self._send_command(target, commands.NACK, data)
@@ -548,3 +688,12 @@ class QoSRuntime(SocketExtension):
         # A gone peer is fine: it re-sends what it did not hear about.
         with contextlib.suppress(PipeClosed):
             pipe.send_command(name, data)
+
+    @staticmethod
+    def _send_frames(pipe: Pipe, frames: list[bytes]) -> None:
+        """Encoded command frames (a prefix plus a digest each), in one call per batch."""
+        if frames:
+            try:  # noqa: SIM105 (contextlib.suppress costs a context manager per read)
+                pipe.send_command_frames(frames)
+            except PipeClosed:
+                pass  # a gone peer is fine: it re-sends what it did not hear about

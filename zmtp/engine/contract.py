@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..extension import SocketExtension
     from ..monitor import MonitorEvent, PeerInfo
     from ..options import Options
+    from ..protocol.frames import Command
     from ..protocol.mechanism import Mechanism
     from ..routing.base import RoutingStrategy
     from .pipe import Pipe
@@ -100,6 +101,8 @@ class ConnectionHost(Protocol):
     def incoming_one(self, pipe: Pipe, message: Message) -> None: ...
 
     def command(self, pipe: Pipe, name: bytes, data: bytes) -> None: ...
+
+    def commands(self, pipe: Pipe, commands: list[Command]) -> None: ...
 
     def written(self) -> None: ...
 

@@ -31,6 +31,7 @@ from ..errors import CLOSED, NEVER_OPENED, SocketClosed
 from ..monitor import Closed, Monitor, MonitorEvent, MonitorStopped, PeerInfo
 from ..options import Options, hwm_capacity
 from ..protocol.errors import UsageError
+from ..protocol.frames import Command
 from ..protocol.mechanism import Mechanism
 from ..routing import STRATEGIES, RoutingStrategy
 from . import inproc
@@ -488,7 +489,7 @@ class SocketCore:
         """A batch of messages read from ``pipe``'s peer (stream connections)."""
         ext = self.extension
         if ext is not None:
-            messages = [m for m in messages if ext.on_receive(pipe, m)]
+            messages = ext.on_receive_batch(pipe, messages)
             if not messages:
                 return
         self.strategy.incoming(pipe, messages)
@@ -504,6 +505,15 @@ class SocketCore:
         """A post-handshake command: the strategy's first, else the extension's."""
         if not self.strategy.command(pipe, name, data) and self.extension is not None:
             self.extension.on_command(pipe, name, data)
+
+    def commands(self, pipe: Pipe, commands: list[Command]) -> None:
+        """A run of commands (a connection with an extension delivers them so): those the
+        strategy does not consume go to the extension's ``on_command_batch`` in one call."""
+        strategy = self.strategy
+        if type(strategy).command is not RoutingStrategy.command:  # SUB, XPUB, RADIO, DISH...
+            commands = [c for c in commands if not strategy.command(pipe, c.name, c.data)]
+        if commands and self.extension is not None:
+            self.extension.on_command_batch(pipe, commands)
 
     # ------------------------------------------------------------------ RoutingHost
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..monitor import PeerInfo
+from ..protocol.frames import LONG, parse_command
 from .queue import Message, MessageQueue
 
 if TYPE_CHECKING:
@@ -98,3 +99,20 @@ class Pipe:
         if sink is None:
             raise PipeClosed(f"no live connection on {self.endpoint}")
         sink(name, data)
+
+    def send_command_frames(self, frames: list[bytes]) -> None:
+        """Send several commands at once, each an encoded command frame
+        (``zmtp.protocol.frames.encode_command(name, data)``, which an extension may build
+        from a precomputed prefix): extension point 5b, for per-message acknowledgements.
+
+        On tcp/ipc the batch is queued on the connection in one call (one buffer for NULL and
+        PLAIN); elsewhere (inproc, or before the stream is attached) each frame is parsed and
+        sent as :meth:`send_command` would. Raises :class:`PipeClosed` if no connection is up.
+        """
+        stream = self.stream
+        if stream is not None:
+            stream.send_command_frames(frames)
+            return
+        for frame in frames:
+            command = parse_command(frame[9:] if frame[0] & LONG else frame[2:])
+            self.send_command(command.name, command.data)

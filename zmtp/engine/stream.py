@@ -24,8 +24,8 @@ read that delivered messages (the next send is then likely an answer, as in REQ/
 ROUTER or PAIR ping-pong) and used at most once per such read: the next messages of a burst
 wake the writer and go out in its batch, as before, and a one-way stream (PUSH, PUB) keeps
 the writer's batching untouched. No await is involved, so a cancelled ``send`` cannot
-interrupt it. Not used with an extension (its hooks run in the writer) nor once the
-connection is ending.
+interrupt it. An extension's ``before_send_batch`` runs in it as in the writer, right before
+the write (QoS REQ/REP keeps the shortcut). Not used once the connection is ending.
 
 Lent reads (latency, the mirror of the eager write): a message that the reader task delivers
 reaches the application one more loop pass later (the reader's wake-up, then the
@@ -68,9 +68,11 @@ from anyio.lowlevel import checkpoint
 from ..auth.policy import authenticate, zap_address
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
 from ..protocol.connection import Connection
+from ..protocol.errors import ProtocolError
 from ..protocol.events import (
     AuthenticationRequested,
     CommandReceived,
+    CommandsReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
@@ -78,7 +80,7 @@ from ..protocol.events import (
 )
 from ..protocol.mechanism import AuthRequest
 from ..transport.streams import ipc_peer_credentials
-from .pipe import Pipe
+from .pipe import Pipe, PipeClosed
 
 if TYPE_CHECKING:
     from .contract import ConnectionHost
@@ -125,6 +127,8 @@ class StreamConnection:
             heartbeat_timeout=opts.heartbeat_timeout,
             now=anyio.current_time(),
         )
+        # An extension may answer every message with a command (QoS ACKs): it gets them in runs.
+        self.conn.batch_commands = socket.extension is not None
         self.handshaken = False
         self.end_reason = ""
         self.end_kind = "closed"
@@ -383,6 +387,9 @@ class StreamConnection:
                 assert self.pipe is not None
                 self._eager_ok = True  # the application's next send is likely an answer
                 socket.incoming(self.pipe, event.messages)
+            elif type(event) is CommandsReceived:
+                assert self.pipe is not None
+                socket.commands(self.pipe, event.commands)
             elif type(event) is CommandReceived:
                 assert self.pipe is not None
                 socket.command(self.pipe, event.name, event.data)
@@ -448,8 +455,9 @@ class StreamConnection:
         self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
-        if socket.extension is None and socket.strategy.can_send:
-            # (an extension's hooks run in the writer; a receive-only socket never answers)
+        if socket.strategy.can_send:
+            # (a receive-only socket never answers; an extension's before_send_batch runs in
+            # the eager write as it would in the writer, right before the bytes go)
             self._raw, self._raw_send = _raw_socket(self.stream)
         socket.emit(HandshakeSucceeded(self.endpoint, peer))
         if pipe.outbox.items:
@@ -458,6 +466,15 @@ class StreamConnection:
 
     def _send_command(self, name: bytes, data: bytes) -> None:
         self.conn.send_command(name, data)
+        self._wake_writer()
+
+    def send_command_frames(self, frames: list[bytes]) -> None:
+        """Queue encoded command frames (``Pipe.send_command_frames``); raises
+        :class:`~zmtp.engine.pipe.PipeClosed` once the connection has failed."""
+        try:
+            self.conn.send_command_frames(frames)
+        except ProtocolError:
+            raise PipeClosed(f"no live connection on {self.endpoint}") from None
         self._wake_writer()
 
     # ------------------------------------------------------------------ writing
@@ -490,6 +507,9 @@ class StreamConnection:
         data = conn.data_to_send()
         batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
+            ext = self.socket.extension
+            if ext is not None:
+                ext.before_send_batch(pipe, batch)
             encoded = conn.encode_messages(batch)
             data = data + encoded if data else encoded
         if not data:
@@ -534,8 +554,7 @@ class StreamConnection:
                     batch = outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
                     ext = socket.extension
                     if ext is not None:
-                        for message in batch:
-                            ext.before_send(pipe, message)
+                        ext.before_send_batch(pipe, batch)
                     encoded = conn.encode_messages(batch)
                     data = data + encoded if data else encoded
                     flushing = True

@@ -4,6 +4,7 @@ from .connection import Connection, State
 from .errors import MessageTooLarge, ProtocolError, ZMTPError
 from .events import (
     CommandReceived,
+    CommandsReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
@@ -17,6 +18,7 @@ from .sockettypes import SocketType, compatible
 __all__ = [
     "Command",
     "CommandReceived",
+    "CommandsReceived",
     "Connection",
     "ConnectionFailed",
     "Event",

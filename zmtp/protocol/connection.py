@@ -34,6 +34,7 @@ from .errors import MessageTooLarge, ProtocolError
 from .events import (
     AuthenticationRequested,
     CommandReceived,
+    CommandsReceived,
     ConnectionFailed,
     Event,
     HandshakeComplete,
@@ -134,6 +135,20 @@ class Connection:
         self._ping_timeout: float | None = None
         self._ttl_deadline: float | None = None
         self._pong_deadline: float | None = None  # see send_ping
+        self._batch_commands = False
+
+    @property
+    def batch_commands(self) -> bool:
+        """Deliver runs of post-handshake commands as one CommandsReceived each instead of a
+        CommandReceived per command, and decode short command frames on the decoder's fast
+        path (the engine sets it when an extension is installed: QoS gets an ACK per
+        message). Off, nothing changes for data frames."""
+        return self._batch_commands
+
+    @batch_commands.setter
+    def batch_commands(self, value: bool) -> None:
+        self._batch_commands = value
+        self._decoder.fast_commands = value
 
     # ------------------------------------------------------------------ output
 
@@ -176,6 +191,19 @@ class Connection:
         if self.state is not State.READY:
             raise ProtocolError("commands can only be sent once the handshake is complete")
         self._out.append(self.mechanism.encode_command(encode_command(name, data)))
+
+    def send_command_frames(self, frames: Sequence[bytes]) -> None:
+        """Queue several post-handshake command frames at once, each complete as
+        :func:`~zmtp.protocol.frames.encode_command` builds it (an extension's batch of
+        acknowledgements: docs/extensions.md). NULL and PLAIN queue them as one buffer; CURVE
+        boxes each one, as :meth:`send_command` does."""
+        if self.state is not State.READY:
+            raise ProtocolError("commands can only be sent once the handshake is complete")
+        mech = self.mechanism
+        if mech.commands_in_clear:
+            self._out.append(b"".join(frames))
+        else:
+            self._out.extend([mech.encode_command(frame) for frame in frames])
 
     def send_ping(self, now: float, answer_within: float | None = None) -> None:
         """Queue a PING outside the heartbeat schedule (the engine's way to make the peer send
@@ -366,6 +394,7 @@ class Connection:
         """Turn decoded items into events; PING/PONG are handled here and never surface."""
         events: list[Event] = []
         batch: list[list[bytes]] = []
+        run: list[Command] | None = None  # the commands of the current CommandsReceived
         for item in items:
             if type(item) is list:
                 batch.append(item)
@@ -388,7 +417,14 @@ class Connection:
                 if batch:
                     events.append(MessagesReceived(batch))
                     batch = []
-                events.append(CommandReceived(name, item.data))
+                    run = None
+                if not self._batch_commands:
+                    events.append(CommandReceived(name, item.data))
+                elif run is not None:
+                    run.append(item)
+                else:
+                    run = [item]
+                    events.append(CommandsReceived(run))
         if batch:
             events.append(MessagesReceived(batch))
         return events

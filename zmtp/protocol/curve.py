@@ -126,6 +126,7 @@ class _Curve(Mechanism):
     """
 
     name = b"CURVE"
+    commands_in_clear = False  # each command is a MESSAGE box of its own
 
     def __init__(self, local_metadata: bytes, as_server: bool, backend: BoxBackend | None) -> None:
         super().__init__(local_metadata, as_server)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .frames import Command
 from .mechanism import AuthRequest
 from .properties import Properties
 
@@ -42,6 +43,15 @@ class CommandReceived:
 
 
 @dataclass(slots=True)
+class CommandsReceived:
+    """A run of consecutive post-handshake commands (PING/PONG aside), in arrival order:
+    emitted instead of one :class:`CommandReceived` each when the driver asked for batches
+    (``Connection.batch_commands``; an extension acknowledging every message)."""
+
+    commands: list[Command]
+
+
+@dataclass(slots=True)
 class AuthenticationRequested:
     """The server mechanism holds the client's credentials and waits for a decision.
 
@@ -72,6 +82,7 @@ Event = (
     HandshakeComplete
     | MessagesReceived
     | CommandReceived
+    | CommandsReceived
     | AuthenticationRequested
     | ConnectionFailed
 )

@@ -235,6 +235,7 @@ class FrameDecoder:
         "_transform",
         "_want",
         "error",
+        "fast_commands",
     )
 
     def __init__(
@@ -257,6 +258,8 @@ class FrameDecoder:
         self._chunks_flags = 0
         self._transform: FrameTransform | None = None
         self._batch: BatchDecode | None = None
+        #: Split short command frames on a fast path too (set by Connection.batch_commands).
+        self.fast_commands = False
         #: Set when ``feed`` met malformed input (see :meth:`feed`).
         self.error: ProtocolError | None = None
 
@@ -357,6 +360,9 @@ class FrameDecoder:
         # Fast path for the commonest frame: short, single-part, no transform, and no size
         # limit below 255 bytes. It skips every check the general path makes for it.
         fast = transform is None and (maxsize < 0 or maxsize >= 255)
+        # Short command frames split in place too, for connections that asked for it (a
+        # socket with an extension: QoS receives a command per message it sent).
+        fast_commands = fast and self.fast_commands
         while True:
             if end - pos < 2:
                 break
@@ -376,6 +382,16 @@ class FrameDecoder:
             else:
                 size = buf[pos + 1]
                 start = pos + 2
+                if fast_commands and flags == COMMAND:
+                    # A short command frame (an extension's ACK per message): split in place.
+                    stop = start + size
+                    if stop > end:
+                        break
+                    if size and 0 < buf[start] < size:
+                        n = start + 1 + buf[start]
+                        append(Command(buf[start + 1 : n], buf[n:stop]))
+                        pos = stop
+                        continue
             if flags & RESERVED:
                 raise ProtocolError(f"reserved frame flag bits set (flags=0x{flags:02x})")
             if size > maxsize:
@@ -401,7 +417,13 @@ class FrameDecoder:
                 # No "in the middle of a multipart" check: libzmq's heartbeat timer writes a
                 # PING between two frames of a message, and its own decoder carries on
                 # assembling the message. So do we.
-                append(parse_command(body))
+                if transform is None and body and 0 < body[0] < size:
+                    # parse_command inline (a slice of bytes is bytes already): an extension
+                    # may receive a command per message it sent (QoS ACKs).
+                    n = body[0] + 1
+                    append(Command(body[1:n], body[n:]))
+                else:
+                    append(parse_command(body))
             elif flags & MORE:
                 parts.append(body)
             elif parts:

@@ -186,6 +186,9 @@ class Mechanism(ABC):
 
     #: Applied by the decoder to every post-handshake frame (None = frames pass unchanged).
     decode_transform: FrameTransform | None = None
+    #: :meth:`encode_command` returns its frame unchanged (NULL, PLAIN), so a batch of
+    #: command frames can be queued as one joined buffer (Connection.send_command_frames).
+    commands_in_clear = True
 
     def encode_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
         """Wire bytes for a batch of messages."""
