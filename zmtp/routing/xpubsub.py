@@ -10,10 +10,18 @@ Subscriptions travel upstream in two forms, and a publisher accepts both at all 
 
 Only a first frame starting with 0x00/0x01 is a subscription; anything else an XSUB sends is
 an ordinary upstream message, delivered to the XPUB application.
+
+What an XPUB holds for its application is bounded per peer by ``recv_hwm`` (issue 14, finding
+6): once a peer has ``recv_hwm`` deliveries (upstream messages, subscription notifications)
+waiting, what else arrives from it stays unprocessed in its pipe's inbox, in order, whose
+``recv_hwm`` makes the connection stop reading that peer; as the application receives, the
+backlog is processed and reading resumes. Subscriptions are then applied late, as in libzmq,
+which reads a pipe only as its application calls into the socket.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -32,9 +40,11 @@ if TYPE_CHECKING:
 class _Subscriber:
     """``pipe.state`` of a PUB/XPUB pipe: what that peer subscribed to."""
 
-    __slots__ = ("early", "requested", "topics")
+    __slots__ = ("early", "held", "requested", "topics")
 
     def __init__(self) -> None:
+        #: Deliveries from this peer waiting for the application (XPUB's bound: recv_hwm).
+        self.held = 0
         self.topics: set[bytes] = set()  #: applied to the trie for this pipe
         self.requested: set[bytes] = set()  #: xpub_manual: what the peer asked for
         #: Subscriptions that arrived before the pipe was attached (an inproc SUB that
@@ -87,6 +97,9 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._nodrop = opts.xpub_nodrop
         self._conflate = opts.conflate
         self._invert = opts.invert_matching
+        #: Deliveries held per peer before its further input waits unprocessed (see the
+        #: module docstring).
+        self._hold = opts.recv_hwm or math.inf
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
@@ -120,6 +133,15 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if not isinstance(state, _Subscriber):
             return
         pipe.state = None
+        # Input not processed yet: its upstream messages are still delivered (as an ended
+        # connection's inbox is on other types); its subscriptions die with the peer.
+        backlog = pipe.inbox.items
+        if backlog and self.delivers_upstream:
+            for message in backlog:
+                first = message[0]
+                if not (first and first[0] <= 1):
+                    self._deliver(message, None)
+        backlog.clear()
         trie = self._trie
         if self._manual:
             for topic in state.topics:
@@ -137,25 +159,50 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
     # ------------------------------------------------------------------ upstream
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        for message in messages:
+        if not self.delivers_upstream:  # PUB: nothing is held for an application
+            for message in messages:
+                self._upstream(pipe, message)
+            return
+        hold = self._hold
+        state = _subscriber(pipe)
+        if pipe.inbox.items or state.held >= hold:
+            pipe.inbox.put_many(messages)  # behind the backlog, in order
+            return
+        for i, message in enumerate(messages):
+            if state.held >= hold:
+                pipe.inbox.put_many(messages[i:])
+                return
             self._upstream(pipe, message)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        if self.delivers_upstream and (pipe.inbox.items or _subscriber(pipe).held >= self._hold):
+            pipe.inbox.put(message)
+            return
         self._upstream(pipe, message)
 
     def readable(self, pipe: Pipe) -> None:
-        # Only reached for messages an inproc peer queued before the link existed (everything
-        # else goes through incoming/incoming_one and never lands in the inbox).
+        # Input that waits unprocessed (see the module docstring), and messages an inproc peer
+        # queued before the link existed: processed while the peer's deliveries have room.
+        self._drain(pipe)
+
+    def _drain(self, pipe: Pipe) -> None:
         inbox = pipe.inbox
-        while inbox.items:
-            self._upstream(pipe, inbox.get())
+        if not inbox.items:
+            return
+        state = _subscriber(pipe)
+        hold = self._hold if self.delivers_upstream else math.inf
+        while inbox.items and state.held < hold:
+            self._upstream(pipe, inbox.get())  # get: wakes the reader as the inbox frees
 
     def command(self, pipe: Pipe, name: bytes, data: bytes) -> bool:
-        if name == SUBSCRIBE:
-            self._subscription(pipe, True, data)
-            return True
-        if name == CANCEL:
-            self._subscription(pipe, False, data)
+        if name in (SUBSCRIBE, CANCEL):
+            if self.delivers_upstream and (
+                pipe.inbox.items or _subscriber(pipe).held >= self._hold
+            ):
+                # Waits in order with the rest, in its ZMTP 3.0 message form (same meaning).
+                pipe.inbox.put([(b"\x01" if name == SUBSCRIBE else b"\x00") + data])
+            else:
+                self._subscription(pipe, name == SUBSCRIBE, data)
             return True
         return False
 
@@ -200,6 +247,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             self._deliver([(b"\x01" if subscribe else b"\x00") + topic], pipe)
 
     def _deliver(self, message: Message, pipe: Pipe | None) -> None:
+        if pipe is not None:
+            _subscriber(pipe).held += 1
         pending = self._pending
         pending.append((message, pipe))
         if len(pending) == 1:
@@ -232,6 +281,13 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if not pending:
             return None
         message, pipe = pending.popleft()
+        if pipe is not None:
+            state = pipe.state
+            if isinstance(state, _Subscriber):  # (None once the peer is gone)
+                if state.held:
+                    state.held -= 1
+                if pipe.inbox.items:
+                    self._drain(pipe)
         if self._manual:
             self._last_pipe = pipe
         return message
