@@ -131,6 +131,11 @@ class Options:
     #: ``ZMQ_XPUB_NODROP``: PUB/XPUB/RADIO ``send`` waits (honouring ``send_timeout``) while a
     #: matching subscriber is at its HWM, instead of dropping that subscriber's copy.
     xpub_nodrop: bool = False
+    #: PUB/XPUB: distinct topics one peer may subscribe to (no libzmq option; 0 = no limit).
+    #: A peer asking for more is disconnected ("too many subscriptions"): it bounds the
+    #: memory a subscriber can make a publisher hold (about 300 bytes per topic, plus the
+    #: topic). Each topic's size is bounded by ``max_message_size``.
+    max_subscriptions: int = 100_000
     #: ``ZMQ_XPUB_WELCOME_MSG``: sent by a PUB/XPUB to each new connection before anything
     #: else, unfiltered (b"" = none). A SUB only sees it if subscribed to a prefix of it.
     xpub_welcome_msg: bytes = b""
@@ -167,7 +172,7 @@ class Options:
             raise OptionError("identity must be at most 255 bytes")
         if self.identity.startswith(b"\0"):
             raise OptionError("identities starting with a zero byte are reserved")
-        for name in ("send_hwm", "recv_hwm", "max_connections"):
+        for name in ("send_hwm", "recv_hwm", "max_connections", "max_subscriptions"):
             if getattr(self, name) < 0:
                 raise OptionError(f"{name} must be >= 0 (0 = no limit)")
         if not isinstance(self.xpub_welcome_msg, bytes):
@@ -292,6 +297,7 @@ FIXED = frozenset(
         "xpub_nodrop",
         "xpub_welcome_msg",
         "invert_matching",
+        "max_subscriptions",
     }
 )
 #: Every other option is read when a connection (or bind, for ``backlog``) is made, as in

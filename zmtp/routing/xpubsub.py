@@ -17,6 +17,11 @@ waiting, what else arrives from it stays unprocessed in its pipe's inbox, in ord
 ``recv_hwm`` makes the connection stop reading that peer; as the application receives, the
 backlog is processed and reading resumes. Subscriptions are then applied late, as in libzmq,
 which reads a pipe only as its application calls into the socket.
+
+A peer holds at most ``max_subscriptions`` topics (a peer asking for more is disconnected), and
+when it goes, its topics leave the trie in slices of ``FORGET_SLICE`` per event-loop pass
+(``RoutingHost.defer``), so that a peer with 200 000 topics does not freeze every other
+connection for seconds; meanwhile no message is sent to it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ from .trie import PipeTrie, RemoveResult, TopicTrie
 
 if TYPE_CHECKING:
     from .base import RoutingHost
+
+#: Topics of a departed peer removed per event-loop pass (a few ms of work).
+FORGET_SLICE = 1000
 
 
 class _Subscriber:
@@ -97,9 +105,9 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._nodrop = opts.xpub_nodrop
         self._conflate = opts.conflate
         self._invert = opts.invert_matching
-        #: Deliveries held per peer before its further input waits unprocessed (see the
-        #: module docstring).
-        self._hold = opts.recv_hwm or math.inf
+        self._max_topics = opts.max_subscriptions or math.inf
+        #: Departed peers whose topics are still being removed (see _forget), with the rest.
+        self._dying: dict[Pipe, list[bytes]] = {}
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
@@ -151,10 +159,54 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             if self._last_pipe is pipe:
                 self._last_pipe = None
             return
-        for topic in state.topics:
+        topics = list(state.topics)
+        if len(topics) <= FORGET_SLICE:
+            self._forget_slice(pipe, topics)
+            return
+        reap = not self._dying
+        self._dying[pipe] = topics
+        if reap:
+            self.socket.defer(self._reap)
+
+    def _forget_slice(self, pipe: Pipe, topics: list[bytes]) -> bool:
+        """Remove up to FORGET_SLICE of a departed peer's topics (from the end of
+        ``topics``); True when none are left."""
+        trie = self._trie
+        verbose = self._verbose_unsubs
+        pop = topics.pop
+        for _ in range(min(FORGET_SLICE, len(topics))):
+            topic = pop()
             result = trie.remove(topic, pipe)
-            if result is RemoveResult.LAST_VALUE_REMOVED or self._verbose_unsubs:
+            if result is RemoveResult.LAST_VALUE_REMOVED or verbose:
                 self._notify(None, False, topic)
+        if topics:
+            return False
+        self._dying.pop(pipe, None)
+        return True
+
+    def _reap(self) -> bool:
+        """One slice of the deferred removals (``RoutingHost.defer``); True when all done."""
+        for pipe, topics in list(self._dying.items()):
+            self._forget_slice(pipe, topics)
+            break
+        return not self._dying
+
+    def _finish_forgetting(self, pipe: Pipe) -> None:
+        """A peer still being forgotten subscribes again (a connect() pipe reconnected):
+        finish first, so that the removal cannot take its new topics."""
+        while not self._forget_slice(pipe, self._dying[pipe]):
+            pass
+
+    @property
+    def _hold(self) -> float:
+        """Deliveries held per peer before its further input waits unprocessed (see the
+        module docstring): ``recv_hwm``, read as it is now (``set`` may change it)."""
+        return self.socket.options.recv_hwm or math.inf
+
+    @property
+    def topic_count(self) -> int:
+        """Distinct topics with at least one subscriber (diagnostics)."""
+        return len(self._trie)
 
     # ------------------------------------------------------------------ upstream
 
@@ -217,6 +269,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             self._deliver(message, pipe)
 
     def _subscription(self, pipe: Pipe, subscribe: bool, topic: bytes) -> None:
+        if self._dying and pipe in self._dying:
+            self._finish_forgetting(pipe)
         state = _subscriber(pipe)
         if not pipe.attached:
             state.early.append((subscribe, topic))
@@ -224,6 +278,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             self._apply(pipe, state, subscribe, topic)
 
     def _apply(self, pipe: Pipe, state: _Subscriber, subscribe: bool, topic: bytes) -> None:
+        if subscribe and self._too_many(pipe, state, topic):
+            return
         if self._manual:
             if subscribe:
                 state.requested.add(topic)
@@ -242,6 +298,17 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if notify:
             self._notify(pipe, subscribe, topic)
 
+    def _too_many(self, pipe: Pipe, state: _Subscriber, topic: bytes) -> bool:
+        """``max_subscriptions``: a peer asking for one topic too many is disconnected (it
+        would otherwise grow the trie without limit); its subscriptions are then dropped."""
+        held = state.requested if self._manual else state.topics
+        if len(held) < self._max_topics or topic in held:
+            return False
+        self.socket.close_pipe_connection(
+            pipe, f"too many subscriptions (max_subscriptions={self._max_topics})"
+        )
+        return True
+
     def _notify(self, pipe: Pipe | None, subscribe: bool, topic: bytes) -> None:
         if self.delivers_upstream:
             self._deliver([(b"\x01" if subscribe else b"\x00") + topic], pipe)
@@ -258,6 +325,9 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def try_send(self, parts: Message) -> bool:
         pipes = self._trie.match(parts[0])
+        if self._dying:  # departed peers whose topics are still being removed
+            dying = self._dying
+            pipes = [pipe for pipe in pipes if pipe not in dying]
         last = self._last_pipe if self._send_last_pipe else None
         if last is not None:
             # xpub_manual_last_value: only the peer whose subscription was received last.
