@@ -21,7 +21,7 @@ which reads a pipe only as its application calls into the socket.
 A peer holds at most ``max_subscriptions`` topics (a peer asking for more is disconnected), and
 when it goes, its topics leave the trie in slices of ``FORGET_SLICE`` per event-loop pass
 (``RoutingHost.defer``), so that a peer with 200 000 topics does not freeze every other
-connection for seconds; meanwhile no message is sent to it.
+connection for seconds; meanwhile no message is queued for it (its outbox reads as full).
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._max_topics = opts.max_subscriptions or math.inf
         #: Departed peers whose topics are still being removed (see _forget), with the rest.
         self._dying: dict[Pipe, list[bytes]] = {}
+        self._capacity: dict[Pipe, float] = {}  #: their outboxes' own capacity
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
@@ -163,6 +164,12 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if len(topics) <= FORGET_SLICE:
             self._forget_slice(pipe, topics)
             return
+        # Meanwhile it takes no message: a full outbox (the send path's own HWM check, so
+        # sending costs nothing more); its capacity comes back when it is forgotten.
+        outbox = pipe.outbox
+        self._capacity[pipe] = outbox.capacity
+        outbox.capacity = 0
+        outbox.clear()
         reap = not self._dying
         self._dying[pipe] = topics
         if reap:
@@ -182,6 +189,11 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if topics:
             return False
         self._dying.pop(pipe, None)
+        capacity = self._capacity.pop(pipe, None)
+        if capacity is not None:
+            outbox = pipe.outbox
+            outbox.clear()  # (wakes a sender waiting on it: xpub_nodrop)
+            outbox.capacity = capacity
         return True
 
     def _reap(self) -> bool:
@@ -325,9 +337,6 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def try_send(self, parts: Message) -> bool:
         pipes = self._trie.match(parts[0])
-        if self._dying:  # departed peers whose topics are still being removed
-            dying = self._dying
-            pipes = [pipe for pipe in pipes if pipe not in dying]
         last = self._last_pipe if self._send_last_pipe else None
         if last is not None:
             # xpub_manual_last_value: only the peer whose subscription was received last.
