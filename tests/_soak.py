@@ -1,7 +1,8 @@
 """A soak of one zmtp process serving many connections (issue 14): well-behaved DEALERs that
 must get every message echoed, slow readers that never read, peers killed mid-stream (RST),
 reconnecting peers and hostile raw peers (garbage, PING floods, huge frame headers, silent
-half-open connections), all at random, against one ROUTER echo server in a child process.
+half-open connections), all at random, against one ROUTER echo server in a child process, while
+``--connections`` long-lived DEALERs stay connected throughout and keep talking.
 
 Checked: every message a well-behaved peer sent is echoed back to it (none lost); the victim's
 RSS stays bounded; once the load stops, its descriptors, tasks and peers return to their
@@ -39,6 +40,7 @@ class Report:
     lost: list[str] = field(default_factory=list)
     baseline: dict[str, int] = field(default_factory=dict)
     peak_rss_kib: int = 0
+    peak_peers: int = 0
     final: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
 
@@ -108,6 +110,11 @@ class Driver:
         self.connections = connections
         self.report = Report()
         self.held: list[tuple[float, object]] = []  # (release time, socket) kept open a while
+        #: Long-lived peers connected for the whole run, and what each sent and got back.
+        self.standing: list[zmq.Socket[bytes]] = []
+        self.standing_sent: list[list[bytes]] = []
+        self.standing_got: list[list[bytes]] = []
+        self.churn = 50  #: short-lived peers held open at once (silent, flooding, slow)
 
     def endpoint(self) -> str:
         return self.victim.endpoints[self.rng.choice(("tcp", "ipc"))]
@@ -205,6 +212,44 @@ class Driver:
                 keep.append((until, sock))
         self.held = keep
 
+    def open_standing(self) -> None:
+        for i in range(self.connections):
+            dealer = self.ctx.socket(zmq.DEALER)
+            dealer.linger = 0
+            dealer.connect(self.victim.endpoints["tcp" if i % 2 else "ipc"])
+            self.standing.append(dealer)
+            self.standing_sent.append([])
+            self.standing_got.append([])
+
+    def standing_talk(self) -> None:
+        """One long-lived peer sends a message; every peer collects what came back."""
+        i = self.rng.randrange(len(self.standing))
+        body = b"standing-%d-%d" % (i, len(self.standing_sent[i]))
+        self.standing[i].send(body)
+        self.standing_sent[i].append(body)
+        self.collect_standing()
+
+    def collect_standing(self) -> None:
+        for i, dealer in enumerate(self.standing):
+            while dealer.poll(0):
+                self.standing_got[i].append(dealer.recv())
+
+    def check_standing(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.collect_standing()
+            if self.standing_got == self.standing_sent:
+                break
+            time.sleep(0.1)
+        for i, (sent, got) in enumerate(zip(self.standing_sent, self.standing_got, strict=True)):
+            if sent != got:
+                self.report.lost.append(f"standing {i}: sent {len(sent)}, echoed {len(got)}")
+            else:
+                self.report.echoed_ok += len(sent)
+        for dealer in self.standing:
+            dealer.close(linger=0)
+        self.standing.clear()
+
     def round(self) -> None:
         actions = [
             (self.good_peer, 5),
@@ -212,6 +257,7 @@ class Driver:
             (self.killed_mid_stream, 2),
             (self.reconnecting, 1),
             (self.hostile, 2),
+            (self.standing_talk, 3),
         ]
         action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
         self.count(action.__name__)
@@ -221,11 +267,11 @@ class Driver:
     def run(self, seconds: float) -> Report:
         victim = self.victim
         self.report.baseline = victim.stats()
+        self.open_standing()
         deadline = time.monotonic() + seconds
         next_stats = 0.0
         while time.monotonic() < deadline:
-            # Keep up to `connections` peers held open at once (silent, flooding, slow).
-            if len(self.held) < self.connections:
+            if len(self.held) < self.churn:
                 self.round()
             else:
                 time.sleep(0.01)
@@ -233,8 +279,10 @@ class Driver:
             if time.monotonic() >= next_stats:
                 stats = victim.stats()
                 self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
+                self.report.peak_peers = max(self.report.peak_peers, stats["peers"])
                 next_stats = time.monotonic() + 1.0
         self.release(everything=True)
+        self.check_standing()
         # Quiesce: every connection of ours gone (handshake_ivl 3 s bounds the half-open).
         give_up = time.monotonic() + 30
         while True:

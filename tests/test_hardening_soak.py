@@ -18,4 +18,5 @@ def test_a_short_soak_loses_nothing_and_leaks_nothing(backend: str) -> None:
     assert final["peers"] == 0, final
     assert final["fds"] <= base["fds"], (base, final)
     assert final["tasks"] == base["tasks"], (base, final)
+    assert report.peak_peers >= 30, report.peak_peers  # the long-lived ones, at least
     assert report.peak_rss_kib - base["rss_kib"] < 64 * 1024, (base, report.peak_rss_kib)
