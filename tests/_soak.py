@@ -41,6 +41,8 @@ class Report:
     baseline: dict[str, int] = field(default_factory=dict)
     peak_rss_kib: int = 0
     peak_peers: int = 0
+    #: (seconds into the run, RSS in KiB) every 10 s: a plateau or a slope.
+    rss_samples: list[tuple[int, int]] = field(default_factory=list)
     final: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
 
@@ -281,6 +283,9 @@ class Driver:
                 self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
                 self.report.peak_peers = max(self.report.peak_peers, stats["peers"])
                 next_stats = time.monotonic() + 1.0
+                elapsed = int(seconds - (deadline - time.monotonic()))
+                if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
+                    self.report.rss_samples.append((elapsed, stats["rss_kib"]))
         self.release(everything=True)
         self.check_standing()
         # Quiesce: every connection of ours gone (handshake_ivl 3 s bounds the half-open).
