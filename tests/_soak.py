@@ -108,6 +108,7 @@ class Driver:
     def __init__(self, victim: Victim, connections: int, rng: random.Random) -> None:
         self.victim = victim
         self.ctx = zmq.Context()
+        self.ctx.set(zmq.MAX_SOCKETS, connections + 1000)  # (libzmq's default is 1023)
         self.rng = rng
         self.connections = connections
         self.report = Report()
