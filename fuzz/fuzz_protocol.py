@@ -76,6 +76,9 @@ def main() -> None:
     import atheris  # the optional "fuzz" extra
 
     name = sys.argv.pop(1)
+    # Coverage guidance: instrument the already imported Python code (zmtp.protocol and
+    # zmtp.crypto); without it libFuzzer only sees the C code and mutates blindly.
+    atheris.instrument_all()
     atheris.Setup(sys.argv, TARGETS[name])
     atheris.Fuzz()
 

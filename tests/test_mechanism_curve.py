@@ -613,6 +613,16 @@ def test_vouch_signed_by_another_long_term_key_is_refused() -> None:
     assert "vouch: box failed to open" in fail.reason
 
 
+def test_hello_with_nonce_zero_is_refused() -> None:
+    """A deliberate difference (docs/security.md): libzmq 4.3.5 accepts a HELLO whose short
+    nonce is 0; RFC 26 numbers the client's boxes from 1, and we refuse it."""
+    ref = RefClient()
+    ref.nonce = -1  # the HELLO then carries nonce 0
+    conn = served("pure")
+    fail = failure(conn.receive_data(CURVE_GREETING + ref.hello()))
+    assert "HELLO nonce 0 is not above" in fail.reason, fail.reason
+
+
 def test_initiate_reusing_the_hello_nonce_is_refused() -> None:
     ref = RefClient()
     conn = welcomed(ref)

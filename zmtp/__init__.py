@@ -37,6 +37,7 @@ from .errors import (
 from .extension import SocketExtension
 from .monitor import (
     Accepted,
+    AcceptFailed,
     BindFailed,
     Closed,
     ConnectDelayed,
@@ -104,6 +105,7 @@ __all__ = [
     "SUB",
     "XPUB",
     "XSUB",
+    "AcceptFailed",
     "Accepted",
     "AuthRequest",
     "AuthResult",

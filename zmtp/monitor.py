@@ -59,6 +59,18 @@ class Accepted(MonitorEvent):
 
 
 @dataclass(frozen=True)
+class AcceptFailed(MonitorEvent):
+    """A listener could not take a connection (libzmq's ``ZMQ_EVENT_ACCEPT_FAILED``), and keeps
+    listening: the process is out of file descriptors (EMFILE, ENFILE) or memory, or the
+    listener already holds ``max_connections`` connections (then ``peer_address`` names the
+    peer that was refused and closed; otherwise it is "" and the connection waits in the
+    kernel's backlog until the listener tries again, shortly after)."""
+
+    reason: str
+    peer_address: str = ""
+
+
+@dataclass(frozen=True)
 class Connected(MonitorEvent):
     peer_address: str
 

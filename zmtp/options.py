@@ -67,8 +67,16 @@ class Options:
     #: ``ZMQ_IMMEDIATE``: queue messages only to completed connections (default: a connect()
     #: endpoint queues messages even before its connection is up, like libzmq).
     immediate: bool = False
-    #: ``ZMQ_BACKLOG``: listen backlog.
+    #: ``ZMQ_BACKLOG``: listen backlog: connections the kernel completes and holds for a
+    #: listener before it accepts them. Beyond it a tcp connect's SYN is dropped and retried
+    #: by the client after 1 s, 3 s, ... (1000 simultaneous connects take ~8 s at 100):
+    #: raise it (the kernel caps it at ``net.core.somaxconn``) for connection storms.
     backlog: int = 100
+    #: Connections a listener (each ``bind()``) serves at once, handshaking or established
+    #: (no libzmq option; 0 = no limit). One more is accepted and closed at once, with an
+    #: ``AcceptFailed`` monitor event: it bounds what many peers can make us hold (about
+    #: 40 KiB per idle connection, docs/security.md) below the descriptor limit.
+    max_connections: int = 10_000
     #: Bytes requested per read from a stream transport.
     read_size: int = 256 * 1024
     #: ``ZMQ_MULTICAST_HOPS``: TTL (IPv6: hop limit) of the multicast datagrams a RADIO sends
@@ -123,6 +131,11 @@ class Options:
     #: ``ZMQ_XPUB_NODROP``: PUB/XPUB/RADIO ``send`` waits (honouring ``send_timeout``) while a
     #: matching subscriber is at its HWM, instead of dropping that subscriber's copy.
     xpub_nodrop: bool = False
+    #: PUB/XPUB: distinct topics one peer may subscribe to (no libzmq option; 0 = no limit).
+    #: A peer asking for more is disconnected ("too many subscriptions"): it bounds the
+    #: memory a subscriber can make a publisher hold (about 300 bytes per topic, plus the
+    #: topic). Each topic's size is bounded by ``max_message_size``.
+    max_subscriptions: int = 100_000
     #: ``ZMQ_XPUB_WELCOME_MSG``: sent by a PUB/XPUB to each new connection before anything
     #: else, unfiltered (b"" = none). A SUB only sees it if subscribed to a prefix of it.
     xpub_welcome_msg: bytes = b""
@@ -159,7 +172,7 @@ class Options:
             raise OptionError("identity must be at most 255 bytes")
         if self.identity.startswith(b"\0"):
             raise OptionError("identities starting with a zero byte are reserved")
-        for name in ("send_hwm", "recv_hwm"):
+        for name in ("send_hwm", "recv_hwm", "max_connections", "max_subscriptions"):
             if getattr(self, name) < 0:
                 raise OptionError(f"{name} must be >= 0 (0 = no limit)")
         if not isinstance(self.xpub_welcome_msg, bytes):
@@ -284,6 +297,7 @@ FIXED = frozenset(
         "xpub_nodrop",
         "xpub_welcome_msg",
         "invert_matching",
+        "max_subscriptions",
     }
 )
 #: Every other option is read when a connection (or bind, for ``backlog``) is made, as in

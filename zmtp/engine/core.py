@@ -271,6 +271,20 @@ class SocketCore:
             self._recv_wakeup = None
             wakeup.set()
 
+    def defer(self, work: Callable[[], bool]) -> None:
+        """RoutingHost: run ``work`` once per loop pass until it returns True (see
+        :meth:`zmtp.routing.base.RoutingHost.defer`); at once when the socket is closing."""
+        if self.closing or self.closed or self.task_group is None:
+            while not work():
+                pass
+            return
+
+        async def slices() -> None:
+            while not work():
+                await anyio.lowlevel.checkpoint()
+
+        self.spawn(slices)
+
     def written(self) -> None:
         """A connection wrote a batch or ended (lets a lingering close re-check its queues)."""
         wakeup = self._flush_wakeup

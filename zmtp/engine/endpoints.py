@@ -7,14 +7,17 @@ socket's task group (``spawn``) so that ``close()`` waits for them all.
 
 from __future__ import annotations
 
+import errno
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ..monitor import (
     Accepted,
+    AcceptFailed,
     BindFailed,
     Closed,
     ConnectDelayed,
@@ -237,40 +240,65 @@ class Endpoints:
         """Accept connections until the listener's scope is cancelled.
 
         Connections run in a task group *outside* the accepting scope, so that stopping the
-        listener (close with linger) leaves established connections flushing.
+        listener (close with linger) leaves established connections flushing. Each accept is
+        handled in :meth:`_accept_one`, whose locals die with it: the loop holds no reference
+        to a connection it started, which could otherwise keep a finished connection and its
+        buffers alive until the next accept.
         """
         assert handle.bound is not None
         bound = handle.bound
-        core = self.core
         try:
             async with anyio.create_task_group() as connections:
                 with handle.scope:
                     try:
-                        while True:
-                            try:
-                                stream = await bound.listener.accept()
-                            except OSError as exc:  # e.g. EMFILE: report, back off, keep serving
-                                core.emit(BindFailed(handle.endpoint, f"accept failed: {exc}"))
-                                await anyio.sleep(0.1)
-                                continue
-                            if handle.scope.cancel_called:
-                                # Accepted just as the listener was stopped: refuse it, or
-                                # it would outlive unbind()/close() unnoticed.
-                                with anyio.CancelScope(shield=True):
-                                    await stream.aclose()
-                                break
-                            address = peer_address(stream)
-                            core.emit(Accepted(handle.endpoint, address))
-                            connection = StreamConnection(
-                                core, stream, handle.endpoint, address, None
-                            )
-                            handle.connections.add(connection)
-                            connections.start_soon(self._run_accepted, handle, connection)
+                        while await self._accept_one(handle, bound, connections):
+                            pass
                     finally:
                         with anyio.CancelScope(shield=True):
                             await bound.aclose()
         finally:
             handle.stopped.set()
+
+    async def _accept_one(
+        self, handle: ListenerHandle, bound: BoundListener, connections: TaskGroup
+    ) -> bool:
+        """Accept one connection and start it; False once the listener is stopped.
+
+        A failed accept (out of descriptors or memory: EMFILE, ENFILE, ENOBUFS, ENOMEM; anyio
+        raises ``OSError`` or ``BrokenResourceError`` depending on backend and transport) is
+        reported as ``AcceptFailed`` and retried after ``ACCEPT_RETRY_DELAY``, as libzmq
+        keeps its listener (it retries at once, which spins while the condition lasts). The
+        pending connection stays in the kernel's backlog meanwhile.
+        """
+        core = self.core
+        try:
+            stream = await bound.listener.accept()
+        except (OSError, anyio.BrokenResourceError) as exc:
+            core.emit(AcceptFailed(handle.endpoint, describe_accept_error(exc)))
+            await anyio.sleep(ACCEPT_RETRY_DELAY)
+            return True
+        if handle.scope.cancel_called:
+            # Accepted just as the listener was stopped: refuse it, or it would outlive
+            # unbind()/close() unnoticed.
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            return False
+        address = peer_address(stream)
+        limit = core.options.max_connections
+        if limit and len(handle.connections) >= limit:
+            core.emit(
+                AcceptFailed(
+                    handle.endpoint, f"too many connections (max_connections={limit})", address
+                )
+            )
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                await stream.aclose()
+            return True
+        core.emit(Accepted(handle.endpoint, address))
+        connection = StreamConnection(core, stream, handle.endpoint, address, None)
+        handle.connections.add(connection)
+        connections.start_soon(self._run_accepted, handle, connection)
+        return True
 
     @staticmethod
     async def _run_accepted(handle: ListenerHandle, connection: StreamConnection) -> None:
@@ -317,6 +345,19 @@ class Endpoints:
                     interval = min(interval * 2, opts.reconnect_ivl_max)
                 core.emit(ConnectRetried(handle.endpoint, delay))
                 await anyio.sleep(delay)
+
+
+#: Seconds between a failed accept and the next try (see Endpoints._accept_one).
+ACCEPT_RETRY_DELAY = 0.1
+
+
+def describe_accept_error(exc: BaseException) -> str:
+    """The reason of a failed accept, from the ``OSError`` behind anyio's wrapper."""
+    cause = exc if isinstance(exc, OSError) else exc.__cause__
+    if isinstance(cause, OSError) and cause.strerror:
+        name = errno.errorcode.get(cause.errno or 0, "")
+        return f"accept failed: {cause.strerror}" + (f" ({name})" if name else "")
+    return f"accept failed: {cause or exc!r}"
 
 
 def reconnect_delay(base: float, interval: float) -> float:

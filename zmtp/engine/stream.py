@@ -166,6 +166,11 @@ class StreamConnection:
         self._lent = False
         self._kicked = False
         self._lease_wakeup: anyio.Event | None = None
+        #: Back-pressure on control replies (see _wait_replies_written): whether the writer is
+        #: inside a write of control output only (no messages) that the peer has not taken
+        #: yet, and the reader's wakeup while it waits for that write to finish.
+        self._control_in_flight = False
+        self._replies_wakeup: anyio.Event | None = None
         #: How the reader receives, and whether reads may be lent at all (see
         #: _cancel_clean_receive: asyncio's UNIX streams cannot be cancelled cleanly).
         self._receive, self._lendable_transport = _cancel_clean_receive(stream)
@@ -253,6 +258,9 @@ class StreamConnection:
                 and not ext.can_receive(pipe)
             ):
                 await self._wait_read_gate(pipe)
+                continue
+            if self._control_in_flight and self.conn.pong_pending:
+                await self._wait_replies_written()
                 continue
             self._reader_receiving = True
             try:
@@ -372,6 +380,23 @@ class StreamConnection:
         ext = self.socket.extension
         while ext is not None and not ext.can_receive(pipe):
             await self.socket.read_wakeup().wait()
+
+    async def _wait_replies_written(self) -> None:
+        """Back-pressure on control replies: stop reading a peer while a PONG it asked for
+        waits behind a write of our control output that it does not take (a peer that floods
+        PINGs and never reads), as libzmq stops reading such a peer. The protocol keeps one
+        pending PONG whatever arrives, so this bounds our CPU, not memory: the peer's sends
+        block instead of being parsed at line rate. Only control-only writes count: a write
+        carrying messages is blocked by the peer's application-level back-pressure (its
+        recv_hwm), and pausing then could deadlock two peers that both send data and PINGs.
+        The read side counts as the reader's meanwhile, so it is not lent either."""
+        self._reader_receiving = True
+        try:
+            while self._control_in_flight and self.conn.pong_pending:
+                self._replies_wakeup = anyio.Event()
+                await self._replies_wakeup.wait()
+        finally:
+            self._reader_receiving = False
 
     def _wake_reader(self) -> None:
         wakeup = self._reader_wakeup
@@ -572,6 +597,8 @@ class StreamConnection:
                         # close must wait for this write too, not only for an empty outbox.
                         assert pipe is not None
                         pipe.flushing = True
+                    else:
+                        self._control_in_flight = True  # see _wait_replies_written
                     self._writing = True
                     try:
                         await send(data)
@@ -583,6 +610,12 @@ class StreamConnection:
                         if flushing:
                             assert pipe is not None
                             pipe.flushing = False
+                        else:
+                            self._control_in_flight = False
+                            wakeup = self._replies_wakeup
+                            if wakeup is not None:
+                                self._replies_wakeup = None
+                                wakeup.set()
                 socket.written()
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")

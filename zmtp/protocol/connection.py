@@ -170,6 +170,12 @@ class Connection:
         return bool(self._out) or self._pong is not None
 
     @property
+    def pong_pending(self) -> bool:
+        """Whether a PONG the peer asked for is waiting for :meth:`data_to_send`: the driver
+        stops reading a peer whose replies it cannot write (see zmtp/engine/stream.py)."""
+        return self._pong is not None
+
+    @property
     def pending_output(self) -> int:
         """Bytes queued for the peer and not yet taken by :meth:`data_to_send` (diagnostics,
         and the bound tests check: control replies never pile up)."""

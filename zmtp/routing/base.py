@@ -9,6 +9,7 @@ report "would block", and the socket does the waiting (timeouts, cancellation).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..engine.pipe import Pipe
@@ -49,6 +50,13 @@ class RoutingHost(Protocol):
     def wake_receivers(self) -> None:
         """A message is ready outside any pipe's inbox (XPUB's own subscription messages):
         wake the tasks blocked in ``recv``."""
+        ...
+
+    def defer(self, work: Callable[[], bool]) -> None:
+        """Run ``work`` once per event-loop pass, in a task of the socket, until it returns
+        True: work too long for one call (XPUB dropping a departed peer's many
+        subscriptions), done in slices so that it never stalls the other connections. Once
+        the socket is closing it runs to completion at once."""
         ...
 
 

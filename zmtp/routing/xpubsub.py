@@ -10,10 +10,23 @@ Subscriptions travel upstream in two forms, and a publisher accepts both at all 
 
 Only a first frame starting with 0x00/0x01 is a subscription; anything else an XSUB sends is
 an ordinary upstream message, delivered to the XPUB application.
+
+What an XPUB holds for its application is bounded per peer by ``recv_hwm`` (issue 14, finding
+6): once a peer has ``recv_hwm`` deliveries (upstream messages, subscription notifications)
+waiting, what else arrives from it stays unprocessed in its pipe's inbox, in order, whose
+``recv_hwm`` makes the connection stop reading that peer; as the application receives, the
+backlog is processed and reading resumes. Subscriptions are then applied late, as in libzmq,
+which reads a pipe only as its application calls into the socket.
+
+A peer holds at most ``max_subscriptions`` topics (a peer asking for more is disconnected), and
+when it goes, its topics leave the trie in slices of ``FORGET_SLICE`` per event-loop pass
+(``RoutingHost.defer``), so that a peer with 200 000 topics does not freeze every other
+connection for seconds; meanwhile no message is queued for it (its outbox reads as full).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -28,13 +41,18 @@ from .trie import PipeTrie, RemoveResult, TopicTrie
 if TYPE_CHECKING:
     from .base import RoutingHost
 
+#: Topics of a departed peer removed per event-loop pass (a few ms of work).
+FORGET_SLICE = 1000
+
 
 class _Subscriber:
     """``pipe.state`` of a PUB/XPUB pipe: what that peer subscribed to."""
 
-    __slots__ = ("early", "requested", "topics")
+    __slots__ = ("early", "held", "requested", "topics")
 
     def __init__(self) -> None:
+        #: Deliveries from this peer waiting for the application (XPUB's bound: recv_hwm).
+        self.held = 0
         self.topics: set[bytes] = set()  #: applied to the trie for this pipe
         self.requested: set[bytes] = set()  #: xpub_manual: what the peer asked for
         #: Subscriptions that arrived before the pipe was attached (an inproc SUB that
@@ -87,6 +105,10 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._nodrop = opts.xpub_nodrop
         self._conflate = opts.conflate
         self._invert = opts.invert_matching
+        self._max_topics = opts.max_subscriptions or math.inf
+        #: Departed peers whose topics are still being removed (see _forget), with the rest.
+        self._dying: dict[Pipe, list[bytes]] = {}
+        self._capacity: dict[Pipe, float] = {}  #: their outboxes' own capacity
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
@@ -120,6 +142,15 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if not isinstance(state, _Subscriber):
             return
         pipe.state = None
+        # Input not processed yet: its upstream messages are still delivered (as an ended
+        # connection's inbox is on other types); its subscriptions die with the peer.
+        backlog = pipe.inbox.items
+        if backlog and self.delivers_upstream:
+            for message in backlog:
+                first = message[0]
+                if not (first and first[0] <= 1):
+                    self._deliver(message, None)
+        backlog.clear()
         trie = self._trie
         if self._manual:
             for topic in state.topics:
@@ -129,33 +160,113 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             if self._last_pipe is pipe:
                 self._last_pipe = None
             return
-        for topic in state.topics:
+        topics = list(state.topics)
+        if len(topics) <= FORGET_SLICE:
+            self._forget_slice(pipe, topics)
+            return
+        # Meanwhile it takes no message: a full outbox (the send path's own HWM check, so
+        # sending costs nothing more); its capacity comes back when it is forgotten.
+        outbox = pipe.outbox
+        self._capacity[pipe] = outbox.capacity
+        outbox.capacity = 0
+        outbox.clear()
+        reap = not self._dying
+        self._dying[pipe] = topics
+        if reap:
+            self.socket.defer(self._reap)
+
+    def _forget_slice(self, pipe: Pipe, topics: list[bytes]) -> bool:
+        """Remove up to FORGET_SLICE of a departed peer's topics (from the end of
+        ``topics``); True when none are left."""
+        trie = self._trie
+        verbose = self._verbose_unsubs
+        pop = topics.pop
+        for _ in range(min(FORGET_SLICE, len(topics))):
+            topic = pop()
             result = trie.remove(topic, pipe)
-            if result is RemoveResult.LAST_VALUE_REMOVED or self._verbose_unsubs:
+            if result is RemoveResult.LAST_VALUE_REMOVED or verbose:
                 self._notify(None, False, topic)
+        if topics:
+            return False
+        self._dying.pop(pipe, None)
+        capacity = self._capacity.pop(pipe, None)
+        if capacity is not None:
+            outbox = pipe.outbox
+            outbox.clear()  # (wakes a sender waiting on it: xpub_nodrop)
+            outbox.capacity = capacity
+        return True
+
+    def _reap(self) -> bool:
+        """One slice of the deferred removals (``RoutingHost.defer``); True when all done."""
+        for pipe, topics in list(self._dying.items()):
+            self._forget_slice(pipe, topics)
+            break
+        return not self._dying
+
+    def _finish_forgetting(self, pipe: Pipe) -> None:
+        """A peer still being forgotten subscribes again (a connect() pipe reconnected):
+        finish first, so that the removal cannot take its new topics."""
+        while not self._forget_slice(pipe, self._dying[pipe]):
+            pass
+
+    @property
+    def _hold(self) -> float:
+        """Deliveries held per peer before its further input waits unprocessed (see the
+        module docstring): ``recv_hwm``, read as it is now (``set`` may change it)."""
+        return self.socket.options.recv_hwm or math.inf
+
+    @property
+    def topic_count(self) -> int:
+        """Distinct topics with at least one subscriber (diagnostics)."""
+        return len(self._trie)
 
     # ------------------------------------------------------------------ upstream
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        for message in messages:
+        if not self.delivers_upstream:  # PUB: nothing is held for an application
+            for message in messages:
+                self._upstream(pipe, message)
+            return
+        hold = self._hold
+        state = _subscriber(pipe)
+        if pipe.inbox.items or state.held >= hold:
+            pipe.inbox.put_many(messages)  # behind the backlog, in order
+            return
+        for i, message in enumerate(messages):
+            if state.held >= hold:
+                pipe.inbox.put_many(messages[i:])
+                return
             self._upstream(pipe, message)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
+        if self.delivers_upstream and (pipe.inbox.items or _subscriber(pipe).held >= self._hold):
+            pipe.inbox.put(message)
+            return
         self._upstream(pipe, message)
 
     def readable(self, pipe: Pipe) -> None:
-        # Only reached for messages an inproc peer queued before the link existed (everything
-        # else goes through incoming/incoming_one and never lands in the inbox).
+        # Input that waits unprocessed (see the module docstring), and messages an inproc peer
+        # queued before the link existed: processed while the peer's deliveries have room.
+        self._drain(pipe)
+
+    def _drain(self, pipe: Pipe) -> None:
         inbox = pipe.inbox
-        while inbox.items:
-            self._upstream(pipe, inbox.get())
+        if not inbox.items:
+            return
+        state = _subscriber(pipe)
+        hold = self._hold if self.delivers_upstream else math.inf
+        while inbox.items and state.held < hold:
+            self._upstream(pipe, inbox.get())  # get: wakes the reader as the inbox frees
 
     def command(self, pipe: Pipe, name: bytes, data: bytes) -> bool:
-        if name == SUBSCRIBE:
-            self._subscription(pipe, True, data)
-            return True
-        if name == CANCEL:
-            self._subscription(pipe, False, data)
+        if name in (SUBSCRIBE, CANCEL):
+            if self.delivers_upstream and (
+                pipe.inbox.items or _subscriber(pipe).held >= self._hold
+            ):
+                # Waits in order with the rest, in its ZMTP 3.0 message form (same meaning).
+                pipe.inbox.put([(b"\x01" if name == SUBSCRIBE else b"\x00") + data])
+            else:
+                self._subscription(pipe, name == SUBSCRIBE, data)
             return True
         return False
 
@@ -170,6 +281,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             self._deliver(message, pipe)
 
     def _subscription(self, pipe: Pipe, subscribe: bool, topic: bytes) -> None:
+        if self._dying and pipe in self._dying:
+            self._finish_forgetting(pipe)
         state = _subscriber(pipe)
         if not pipe.attached:
             state.early.append((subscribe, topic))
@@ -177,6 +290,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             self._apply(pipe, state, subscribe, topic)
 
     def _apply(self, pipe: Pipe, state: _Subscriber, subscribe: bool, topic: bytes) -> None:
+        if subscribe and self._too_many(pipe, state, topic):
+            return
         if self._manual:
             if subscribe:
                 state.requested.add(topic)
@@ -195,11 +310,24 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if notify:
             self._notify(pipe, subscribe, topic)
 
+    def _too_many(self, pipe: Pipe, state: _Subscriber, topic: bytes) -> bool:
+        """``max_subscriptions``: a peer asking for one topic too many is disconnected (it
+        would otherwise grow the trie without limit); its subscriptions are then dropped."""
+        held = state.requested if self._manual else state.topics
+        if len(held) < self._max_topics or topic in held:
+            return False
+        self.socket.close_pipe_connection(
+            pipe, f"too many subscriptions (max_subscriptions={self._max_topics})"
+        )
+        return True
+
     def _notify(self, pipe: Pipe | None, subscribe: bool, topic: bytes) -> None:
         if self.delivers_upstream:
             self._deliver([(b"\x01" if subscribe else b"\x00") + topic], pipe)
 
     def _deliver(self, message: Message, pipe: Pipe | None) -> None:
+        if pipe is not None:
+            _subscriber(pipe).held += 1
         pending = self._pending
         pending.append((message, pipe))
         if len(pending) == 1:
@@ -232,6 +360,13 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if not pending:
             return None
         message, pipe = pending.popleft()
+        if pipe is not None:
+            state = pipe.state
+            if isinstance(state, _Subscriber):  # (None once the peer is gone)
+                if state.held:
+                    state.held -= 1
+                if pipe.inbox.items:
+                    self._drain(pipe)
         if self._manual:
             self._last_pipe = pipe
         return message

@@ -1,0 +1,325 @@
+"""A soak of one zmtp process serving many connections (issue 14): well-behaved DEALERs that
+must get every message echoed, slow readers that never read, peers killed mid-stream (RST),
+reconnecting peers and hostile raw peers (garbage, PING floods, huge frame headers, silent
+half-open connections), all at random, against one ROUTER echo server in a child process, while
+``--connections`` long-lived DEALERs stay connected throughout and keep talking.
+
+Checked: every message a well-behaved peer sent is echoed back to it (none lost); the victim's
+RSS stays bounded; once the load stops, its descriptors, tasks and peers return to their
+baseline (no leak). CI runs a short version (tests/test_hardening_soak.py); the long run:
+
+    python -m tests._soak --backend trio --seconds 600 --connections 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import zmq
+
+ROOT = Path(__file__).resolve().parent.parent
+GREETING = b"\xff" + bytes(8) + b"\x7f\x03\x01NULL" + bytes(16) + b"\x00" + bytes(31)
+READY_DEALER = b"\x04\x1c\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER"
+PING = b"\x04\x07\x04PING\x00\x00"
+
+
+@dataclass
+class Report:
+    rounds: int = 0
+    echoed_ok: int = 0
+    lost: list[str] = field(default_factory=list)
+    baseline: dict[str, int] = field(default_factory=dict)
+    peak_rss_kib: int = 0
+    peak_peers: int = 0
+    #: (seconds into the run, RSS in KiB) every 10 s: a plateau or a slope.
+    rss_samples: list[tuple[int, int]] = field(default_factory=list)
+    final: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+class Victim:
+    def __init__(self, backend: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests._soak_victim", backend],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+        self.endpoints = self._read()
+
+    def _read(self) -> dict[str, str]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the victim died (exit {self.proc.wait(10)})")
+        data: dict[str, str] = json.loads(line)
+        return data
+
+    def stats(self) -> dict[str, int]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("stats\n")
+        self.proc.stdin.flush()
+        return {k: int(v) for k, v in self._read().items()}
+
+    def close(self) -> int:
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+        try:
+            return self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+
+def raw(endpoint: str) -> socket.socket:
+    if endpoint.startswith("tcp://"):
+        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)), timeout=5)
+    else:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(5)
+        sock.connect(endpoint.removeprefix("ipc://"))
+    return sock
+
+
+def kill(sock: socket.socket) -> None:
+    """Close with a reset (SO_LINGER 0), as a killed process's kernel would... or near enough."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    sock.close()
+
+
+class Driver:
+    """The load: a pool of peers, each doing one random thing per round."""
+
+    def __init__(self, victim: Victim, connections: int, rng: random.Random) -> None:
+        self.victim = victim
+        self.ctx = zmq.Context()
+        self.ctx.set(zmq.MAX_SOCKETS, connections + 1000)  # (libzmq's default is 1023)
+        self.rng = rng
+        self.connections = connections
+        self.report = Report()
+        self.held: list[tuple[float, object]] = []  # (release time, socket) kept open a while
+        #: Long-lived peers connected for the whole run, and what each sent and got back.
+        self.standing: list[zmq.Socket[bytes]] = []
+        self.standing_sent: list[list[bytes]] = []
+        self.standing_got: list[list[bytes]] = []
+        self.churn = 50  #: short-lived peers held open at once (silent, flooding, slow)
+
+    def endpoint(self) -> str:
+        return self.victim.endpoints[self.rng.choice(("tcp", "ipc"))]
+
+    def count(self, kind: str) -> None:
+        self.report.kinds[kind] = self.report.kinds.get(kind, 0) + 1
+
+    def good_peer(self) -> None:
+        """Sends a few messages, must get each one back, closes cleanly."""
+        dealer = self.ctx.socket(zmq.DEALER)
+        dealer.linger = 1000
+        dealer.rcvtimeo = 10_000
+        dealer.connect(self.endpoint())
+        n = self.rng.randint(1, 50)
+        tag = os.urandom(6).hex()
+        sent = [f"{tag}-{i}".encode() for i in range(n)]
+        for body in sent:
+            dealer.send(body)
+        got = []
+        try:
+            for _ in range(n):
+                got.append(dealer.recv())
+        except zmq.Again:
+            pass
+        if got != sent:
+            self.report.lost.append(f"{tag}: sent {n}, echoed {len(got)}")
+        else:
+            self.report.echoed_ok += n
+        dealer.close()
+
+    def slow_reader(self) -> None:
+        """Sends a burst and never reads; kept open for a while, then dropped."""
+        dealer = self.ctx.socket(zmq.DEALER)
+        dealer.linger = 0
+        dealer.sndhwm = 5000
+        dealer.connect(self.endpoint())
+        for i in range(self.rng.randint(100, 3000)):
+            try:
+                dealer.send(b"slow-%d" % i, zmq.NOBLOCK)
+            except zmq.Again:
+                break
+        self.held.append((time.monotonic() + self.rng.uniform(0.5, 3), dealer))
+
+    def killed_mid_stream(self) -> None:
+        sock = raw(self.endpoint())
+        sock.sendall(GREETING + READY_DEALER + b"\x00\x05hello" * self.rng.randint(1, 200))
+        kill(sock)
+
+    def reconnecting(self) -> None:
+        dealer = self.ctx.socket(zmq.DEALER)
+        dealer.linger = 0
+        endpoint = self.endpoint()
+        for _ in range(self.rng.randint(2, 5)):
+            dealer.connect(endpoint)
+            dealer.send(b"again")
+            time.sleep(0.01)
+            dealer.disconnect(endpoint)
+        dealer.close()
+
+    def hostile(self) -> None:
+        sock = raw(self.endpoint())
+        what = self.rng.choice(["garbage", "ping-flood", "huge-frame", "silent", "huge-ready"])
+        self.count(f"hostile:{what}")
+        try:
+            if what == "garbage":
+                sock.sendall(os.urandom(self.rng.randint(1, 4096)))
+            elif what == "ping-flood":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.sendall(GREETING + READY_DEALER)
+                sock.settimeout(0.2)
+                with contextlib.suppress(OSError):  # (a timeout: the victim stopped reading us)
+                    sock.sendall(PING * 20_000)
+            elif what == "huge-frame":
+                sock.sendall(GREETING + READY_DEALER + b"\x02" + (2**62).to_bytes(8, "big"))
+            elif what == "huge-ready":
+                sock.sendall(GREETING + b"\x06" + (2**40).to_bytes(8, "big") + b"\x05READY")
+        except OSError:
+            pass  # refused at once: also fine
+        if what in ("silent", "ping-flood"):
+            self.held.append((time.monotonic() + self.rng.uniform(0.5, 4), sock))
+        else:
+            kill(sock) if self.rng.random() < 0.5 else sock.close()
+
+    def release(self, everything: bool = False) -> None:
+        now = time.monotonic()
+        keep = []
+        for until, sock in self.held:
+            if everything or until <= now:
+                if isinstance(sock, zmq.Socket):
+                    sock.close(linger=0)
+                else:
+                    assert isinstance(sock, socket.socket)
+                    kill(sock)
+            else:
+                keep.append((until, sock))
+        self.held = keep
+
+    def open_standing(self) -> None:
+        for i in range(self.connections):
+            dealer = self.ctx.socket(zmq.DEALER)
+            dealer.linger = 0
+            dealer.connect(self.victim.endpoints["tcp" if i % 2 else "ipc"])
+            self.standing.append(dealer)
+            self.standing_sent.append([])
+            self.standing_got.append([])
+
+    def standing_talk(self) -> None:
+        """One long-lived peer sends a message; every peer collects what came back."""
+        i = self.rng.randrange(len(self.standing))
+        body = b"standing-%d-%d" % (i, len(self.standing_sent[i]))
+        self.standing[i].send(body)
+        self.standing_sent[i].append(body)
+        self.collect_standing()
+
+    def collect_standing(self) -> None:
+        for i, dealer in enumerate(self.standing):
+            while dealer.poll(0):
+                self.standing_got[i].append(dealer.recv())
+
+    def check_standing(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.collect_standing()
+            if self.standing_got == self.standing_sent:
+                break
+            time.sleep(0.1)
+        for i, (sent, got) in enumerate(zip(self.standing_sent, self.standing_got, strict=True)):
+            if sent != got:
+                self.report.lost.append(f"standing {i}: sent {len(sent)}, echoed {len(got)}")
+            else:
+                self.report.echoed_ok += len(sent)
+        for dealer in self.standing:
+            dealer.close(linger=0)
+        self.standing.clear()
+
+    def round(self) -> None:
+        actions = [
+            (self.good_peer, 5),
+            (self.slow_reader, 1),
+            (self.killed_mid_stream, 2),
+            (self.reconnecting, 1),
+            (self.hostile, 2),
+            (self.standing_talk, 3),
+        ]
+        action = self.rng.choices([a for a, _ in actions], [w for _, w in actions])[0]
+        self.count(action.__name__)
+        action()
+        self.report.rounds += 1
+
+    def run(self, seconds: float) -> Report:
+        victim = self.victim
+        self.report.baseline = victim.stats()
+        self.open_standing()
+        deadline = time.monotonic() + seconds
+        next_stats = 0.0
+        while time.monotonic() < deadline:
+            if len(self.held) < self.churn:
+                self.round()
+            else:
+                time.sleep(0.01)
+            self.release()
+            if time.monotonic() >= next_stats:
+                stats = victim.stats()
+                self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
+                self.report.peak_peers = max(self.report.peak_peers, stats["peers"])
+                next_stats = time.monotonic() + 1.0
+                elapsed = int(seconds - (deadline - time.monotonic()))
+                if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
+                    self.report.rss_samples.append((elapsed, stats["rss_kib"]))
+        self.release(everything=True)
+        self.check_standing()
+        # Quiesce: every connection of ours gone (handshake_ivl 3 s bounds the half-open).
+        give_up = time.monotonic() + 30
+        while True:
+            final = victim.stats()
+            settled = final["peers"] == 0 and final["fds"] <= self.report.baseline["fds"]
+            if settled or time.monotonic() > give_up:
+                break
+            time.sleep(0.2)
+        self.report.final = final
+        self.ctx.term()
+        return self.report
+
+
+def soak(backend: str, seconds: float, connections: int, seed: int) -> Report:
+    victim = Victim(backend)
+    try:
+        return Driver(victim, connections, random.Random(seed)).run(seconds)
+    finally:
+        victim.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    report = soak(args.backend, args.seconds, args.connections, args.seed)
+    print(json.dumps(report.__dict__, indent=1))
+
+
+if __name__ == "__main__":
+    main()

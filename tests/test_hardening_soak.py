@@ -1,0 +1,22 @@
+"""The short CI version of the soak (tests/_soak.py; the long run is its command line): one
+ROUTER in its own process serving well-behaved, slow, killed, reconnecting and hostile peers
+at random, on both backends and both tcp and ipc."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests._soak import soak
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_short_soak_loses_nothing_and_leaks_nothing(backend: str) -> None:
+    report = soak(backend, seconds=8, connections=30, seed=14)
+    assert report.lost == [], report.lost
+    assert report.echoed_ok > 0 and report.kinds.get("hostile", 0) > 0, report.kinds
+    base, final = report.baseline, report.final
+    assert final["peers"] == 0, final
+    assert final["fds"] <= base["fds"], (base, final)
+    assert final["tasks"] == base["tasks"], (base, final)
+    assert report.peak_peers >= 30, report.peak_peers  # the long-lived ones, at least
+    assert report.peak_rss_kib - base["rss_kib"] < 64 * 1024, (base, report.peak_rss_kib)

@@ -1,0 +1,100 @@
+"""Issue 14: what a subscriber can make a publisher hold, and what its departure costs.
+
+* ``max_subscriptions``: a peer asking for one distinct topic too many is disconnected, and
+  the other subscribers are still served.
+* A peer with 200 000 topics that disconnects used to freeze the event loop for ~2 s while its
+  topics left the trie; they now leave in slices of ``FORGET_SLICE`` per loop pass, so every
+  other task runs in between (checked by sampling the trie once per loop pass, not by timing).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import ByteStream
+
+import zmtp
+from tests.test_engine_helpers import NULL_GREETING, TIMEOUT, command_frame, ready_frame
+from zmtp.routing.xpubsub import FORGET_SLICE, XPub
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["tcp", "ipc"])
+def bind_address(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return "tcp://127.0.0.1:*" if request.param == "tcp" else f"ipc://{tmp_path / 's.sock'}"
+
+
+async def raw_sub(endpoint: str) -> ByteStream:
+    if endpoint.startswith("tcp://"):
+        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+        stream: ByteStream = await anyio.connect_tcp(host, int(port))
+    else:
+        stream = await anyio.connect_unix(endpoint.removeprefix("ipc://"))
+    await stream.send(NULL_GREETING + ready_frame(b"SUB"))
+    return stream
+
+
+def subscriptions(start: int, stop: int) -> bytes:
+    return b"".join(command_frame(b"SUBSCRIBE", b"t%d" % i) for i in range(start, stop))
+
+
+def strategy_of(sock: zmtp.Socket) -> XPub:
+    strategy = sock.engine.strategy
+    assert isinstance(strategy, XPub)
+    return strategy
+
+
+async def test_a_peer_beyond_max_subscriptions_is_disconnected(bind_address: str) -> None:
+    async with zmtp.Socket(zmtp.PUB, max_subscriptions=10) as pub, zmtp.Socket(zmtp.SUB) as good:
+        monitor = pub.monitor()
+        endpoint = await pub.bind(bind_address)
+        good.subscribe(b"")
+        await good.connect(endpoint)
+        greedy = await raw_sub(endpoint)
+        # The same topic again does not count; the 11th distinct one is too many.
+        await greedy.send(subscriptions(0, 10) + command_frame(b"SUBSCRIBE", b"t0"))
+        await greedy.send(subscriptions(10, 11))
+        with anyio.fail_after(TIMEOUT):
+            while True:
+                event = await monitor.wait_for(zmtp.Disconnected)
+                if "max_subscriptions=10" in event.reason:
+                    break
+        with anyio.fail_after(TIMEOUT):
+            while strategy_of(pub).topic_count != 1:  # only the good peer's b""
+                await anyio.sleep(0.01)
+            while True:  # (the good SUB's subscription may still be on its way)
+                await pub.send(b"news")
+                with anyio.move_on_after(0.1):
+                    assert await good.recv() == b"news"
+                    break
+        await greedy.aclose()
+
+
+async def test_a_departing_peers_topics_leave_in_slices(bind_address: str) -> None:
+    topics = 200_000
+    async with zmtp.Socket(zmtp.PUB, max_subscriptions=0) as pub:
+        strategy = strategy_of(pub)
+        monitor = pub.monitor()
+        endpoint = await pub.bind(bind_address)
+        peer = await raw_sub(endpoint)
+        for start in range(0, topics, 20_000):
+            await peer.send(subscriptions(start, start + 20_000))
+        with anyio.fail_after(60):
+            while strategy.topic_count < topics:
+                await anyio.sleep(0.05)
+        samples: list[int] = []
+        await peer.aclose()
+        with anyio.fail_after(60):
+            await monitor.wait_for(zmtp.Disconnected)
+            samples.append(strategy.topic_count)
+            while strategy.topic_count:
+                await anyio.lowlevel.checkpoint()  # one sample per loop pass
+                samples.append(strategy.topic_count)
+        drops = [a - b for a, b in itertools.pairwise(samples)]
+        # At most a slice or two per pass (trio runs the ready tasks in random order).
+        assert max(drops) <= 2 * FORGET_SLICE, max(drops)
+        assert len(drops) >= topics // (2 * FORGET_SLICE), len(drops)
