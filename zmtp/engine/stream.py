@@ -466,7 +466,11 @@ class StreamConnection:
         data = conn.data_to_send()
         batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
-            encoded = conn.encode_messages(batch)
+            encoded = (
+                conn.encode_shared_messages(batch)
+                if pipe.shared_encoding
+                else conn.encode_messages(batch)
+            )
             data = data + encoded if data else encoded
         if not data:
             return True
@@ -512,7 +516,13 @@ class StreamConnection:
                     if ext is not None:
                         for message in batch:
                             ext.before_send(pipe, message)
-                    encoded = conn.encode_messages(batch)
+                    # A publisher's shared encodings (pipe.shared_encoding): only without an
+                    # extension, whose before_send sees (and may change) the parts.
+                    encoded = (
+                        conn.encode_shared_messages(batch)
+                        if pipe.shared_encoding and ext is None
+                        else conn.encode_messages(batch)
+                    )
                     data = data + encoded if data else encoded
                     flushing = True
                 if not self.handshaken:
