@@ -100,7 +100,7 @@ def _check_size(first: Any, last: Any, size: int) -> None:
         raise AssertionError(f"expected {size}-byte messages, got {len(first)} / {len(last)}")
 
 
-async def _timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+async def timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
     cpu0 = cpu_seconds()
     for _ in range(warmup):
         await recv()
@@ -119,7 +119,7 @@ async def _timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, si
     }
 
 
-def _timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+def timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
     cpu0 = cpu_seconds()
     for _ in range(warmup):
         recv()
@@ -138,7 +138,7 @@ def _timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int
     }
 
 
-async def _send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+async def send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
     cpu0 = cpu_seconds()
     start = perf_counter()
     for _ in range(total):
@@ -146,7 +146,7 @@ async def _send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int
     return {"send_elapsed": perf_counter() - start, "send_cpu_s": cpu_seconds() - cpu0}
 
 
-def _send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+def send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
     cpu0 = cpu_seconds()
     start = perf_counter()
     for _ in range(total):
@@ -162,7 +162,7 @@ async def zmtp_receiver(ctrl: Any, p: Params) -> None:
     async with zmtp_socket("PULL", p["hwm"]) as sock:
         ctrl.send(("ready", await sock.bind(TCP_ANY)))
         await serve_rounds_async(
-            ctrl, lambda r: _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
+            ctrl, lambda r: timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
         )
 
 
@@ -173,7 +173,7 @@ async def zmtp_sender(ctrl: Any, p: Params) -> None:
         await sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
         await serve_rounds_async(
-            ctrl, lambda r: _send_n_async(sock.send, payload, r["warmup"] + r["count"])
+            ctrl, lambda r: send_n_async(sock.send, payload, r["warmup"] + r["count"])
         )
 
 
@@ -184,7 +184,7 @@ def pyzmq_receiver(ctrl: Any, p: Params) -> None:
     with pyzmq_socket("PULL", p["hwm"]) as sock:
         ctrl.send(("ready", pyzmq_bind(sock)))
         serve_rounds_sync(
-            ctrl, lambda r: _timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
+            ctrl, lambda r: timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
         )
 
 
@@ -193,9 +193,7 @@ def pyzmq_sender(ctrl: Any, p: Params) -> None:
     with pyzmq_socket("PUSH", p["hwm"], linger=2000) as sock:
         sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
-        serve_rounds_sync(
-            ctrl, lambda r: _send_n_sync(sock.send, payload, r["warmup"] + r["count"])
-        )
+        serve_rounds_sync(ctrl, lambda r: send_n_sync(sock.send, payload, r["warmup"] + r["count"]))
 
 
 # --------------------------------------------------------------------------- pyzmq zmq.asyncio
@@ -207,7 +205,7 @@ async def pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
         ctrl.send(("ready", pyzmq_bind(sock)))
         await serve_rounds_async(
             ctrl,
-            lambda r: _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]),
+            lambda r: timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]),
             control_recv_asyncio,
         )
 
@@ -220,7 +218,7 @@ async def pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
         ctrl.send(("ready", None))
         await serve_rounds_async(
             ctrl,
-            lambda r: _send_n_async(sock.send, payload, r["warmup"] + r["count"]),
+            lambda r: send_n_async(sock.send, payload, r["warmup"] + r["count"]),
             control_recv_asyncio,
         )
 
@@ -258,7 +256,7 @@ async def raw_sender(ctrl: Any, p: Params) -> None:
     async with await raw_connect(p["endpoint"]) as stream:
         ctrl.send(("ready", None))
         await serve_rounds_async(
-            ctrl, lambda r: _send_n_async(stream.send, payload, r["warmup"] + r["count"])
+            ctrl, lambda r: send_n_async(stream.send, payload, r["warmup"] + r["count"])
         )
 
 
@@ -278,8 +276,8 @@ async def zmtp_inproc(ctrl: Any, p: Params) -> None:
 
         async def run(r: Params) -> Params:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_send_n_async, push.send, payload, r["warmup"] + r["count"])
-                result = await _timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
+                tg.start_soon(send_n_async, push.send, payload, r["warmup"] + r["count"])
+                result = await timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
             return result
 
         await serve_rounds_async(ctrl, run)
@@ -312,11 +310,11 @@ def pyzmq_inproc(ctrl: Any, p: Params) -> None:
             sent: Params = {}
             thread = threading.Thread(
                 target=lambda: sent.update(
-                    _send_n_sync(push.send, payload, r["warmup"] + r["count"])
+                    send_n_sync(push.send, payload, r["warmup"] + r["count"])
                 )
             )
             thread.start()
-            result = _timed_recv_sync(pull.recv, r["warmup"], r["count"], p["size"])
+            result = timed_recv_sync(pull.recv, r["warmup"], r["count"], p["size"])
             thread.join()
             return {**sent, **result}
 
@@ -349,9 +347,9 @@ async def pyzmq_asyncio_inproc(ctrl: Any, p: Params) -> None:
 
         async def run(r: Params) -> Params:
             sender = asyncio.ensure_future(
-                _send_n_async(push.send, payload, r["warmup"] + r["count"])
+                send_n_async(push.send, payload, r["warmup"] + r["count"])
             )
-            result = await _timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
+            result = await timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
             return {**(await sender), **result}
 
         await serve_rounds_async(ctrl, run, control_recv_asyncio)
@@ -459,7 +457,7 @@ class ConfigResult:
         return out
 
 
-def _run_round(
+def run_round(
     group: WorkerGroup,
     workers: list[Worker],
     timer: Worker,
@@ -513,7 +511,7 @@ def measure(
         target = max(0.05, 0.2 * args.duration)
         count = max(200, min(2000, (16 << 20) // size))
         for _ in range(8):
-            pilot = _run_round(group, workers, timer, max(50, count // 5), count, round_timeout)
+            pilot = run_round(group, workers, timer, max(50, count // 5), count, round_timeout)
             calibration.append(pilot)
             if pilot["elapsed"] >= target:
                 break
@@ -522,7 +520,7 @@ def measure(
         count = max(1000, min(args.max_count, int(rate * args.duration)))
         warmup = max(100, int(count * args.warmup))
         for i in range(args.repeat):
-            run = _run_round(group, workers, timer, warmup, count, round_timeout)
+            run = run_round(group, workers, timer, warmup, count, round_timeout)
             runs.append(run)
             log(
                 f"    run {i + 1}/{args.repeat}: {fmt_rate(run['msgs_per_s'])}msgs/s "
