@@ -517,7 +517,9 @@ def measure(
                 break
             count = int(count * min(50.0, max(2.0, 1.5 * target / max(pilot["elapsed"], 1e-6))))
         rate = pilot["msgs_per_s"]
-        count = max(1000, min(args.max_count, int(rate * args.duration)))
+        count = max(
+            getattr(args, "min_count", 1000), min(args.max_count, int(rate * args.duration))
+        )
         warmup = max(100, int(count * args.warmup))
         for i in range(args.repeat):
             run = run_round(group, workers, timer, warmup, count, round_timeout)
