@@ -122,9 +122,40 @@ def _pipe(strategy: XPub, endpoint: str = "tcp://127.0.0.1:5555", hwm: int = 3) 
 def test_one_subscriber_keeps_the_plain_path() -> None:
     pub = Pub(_host())
     pipe = _pipe(pub)
+    assert "try_send" not in vars(pub)  # the class's own try_send, unchanged
     assert pub.try_send([b"m"])
     assert pipe.shared_encoding is False
     assert type(pipe.outbox.items[0]) is list
+    other = _pipe(pub)
+    assert vars(pub)["try_send"] == pub.try_send_sharing
+    pub.detach(other)
+    assert "try_send" not in vars(pub) and not pipe.shared_encoding
+
+
+@pytest.mark.parametrize(
+    "options", [{"conflate": True}, {"invert_matching": True}, {"xpub_manual_last_value": True}]
+)
+def test_options_that_pick_targets_differently_never_share(options: dict[str, Any]) -> None:
+    xpub = XPub(_host(**options))
+    pipes = [_pipe(xpub), _pipe(xpub)]
+    assert not any(p.shared_encoding for p in pipes) and "try_send" not in vars(xpub)
+
+
+def test_only_matching_subscribers_get_the_shared_message() -> None:
+    pub = Pub(_host())
+    a, b, c = (_pipe(pub) for _ in range(3))
+    pub.command(a, b"CANCEL", b"")
+    pub.command(a, SUBSCRIBE, b"x")
+    assert pub.try_send([b"y1"])  # b and c only
+    assert pub.try_send([b"x1"])  # everyone
+    assert [list(m) for m in a.outbox.items] == [[b"x1"]]
+    assert [list(m) for m in b.outbox.items] == [[b"y1"], [b"x1"]] == list(c.outbox.items)
+    assert a.outbox.items[0] is b.outbox.items[1]
+    pub.command(b, b"CANCEL", b"")
+    pub.command(c, b"CANCEL", b"")
+    assert pub.try_send([b"y2"])  # nobody
+    assert pub.try_send([b"x2"])  # a only: the per-pipe path
+    assert type(a.outbox.items[-1]) is list and len(b.outbox) == 2
 
 
 def test_several_subscribers_share_one_encoding_and_keep_hwm_and_order() -> None:

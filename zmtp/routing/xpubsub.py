@@ -164,14 +164,26 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         )
 
     def _update_sharing(self) -> None:
-        """Share encodings only while it saves work: two shareable pipes or more, none other
-        (one subscriber keeps exactly the per-pipe path and its writer the plain encoder)."""
-        sharing = not self._unshareable and len(self._shareable) >= 2
+        """Share encodings only while it saves work: two shareable pipes or more, none other,
+        and none of the options that pick the targets differently (conflate, last value,
+        inverted matching). While sharing, :meth:`try_send_sharing` stands in for
+        :meth:`try_send` on this instance, so that the path of one subscriber is exactly the
+        per-pipe one, with no test added per message (and its writer keeps the plain
+        encoder)."""
+        sharing = (
+            not self._unshareable
+            and len(self._shareable) >= 2
+            and not (self._conflate or self._send_last_pipe or self._invert)
+        )
         if sharing is self._sharing:
             return
         self._sharing = sharing
         for pipe in self._shareable:
             pipe.shared_encoding = sharing
+        if sharing:
+            vars(self)["try_send"] = self.try_send_sharing
+        else:
+            vars(self).pop("try_send", None)
 
     def _forget(self, pipe: Pipe) -> None:
         """Drop every subscription of ``pipe``, telling the application like libzmq does."""
@@ -280,13 +292,19 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             for pipe in pipes:
                 conflate_send(pipe, parts)  # a full inproc subscriber loses its copy
             sent = True
-        elif self._sharing and len(pipes) > 1 and self.socket.extension is None:
-            sent = self._fan_out_shared(pipes, parts)
         else:
             sent = self.fan_out(pipes, parts, self._nodrop)
         if sent and last is not None:
             self._last_pipe = None  # as libzmq: the next message goes to every match again
         return sent
+
+    def try_send_sharing(self, parts: Message) -> bool:
+        """:meth:`try_send` while encodings are shared (see :meth:`_update_sharing`, which
+        installs it): a message for two subscribers or more is encoded once."""
+        pipes = self._trie.match(parts[0])
+        if len(pipes) < 2 or self.socket.extension is not None:
+            return not pipes or self.fan_out(pipes, parts, self._nodrop)
+        return self._fan_out_shared(pipes, parts)
 
     def _fan_out_shared(self, pipes: Collection[Pipe], parts: Message) -> bool:
         """:meth:`FanOut.fan_out` for tcp/ipc pipes with one encoding for all (see the class
