@@ -43,6 +43,20 @@ def size_series(payload: dict[str, Any]) -> tuple[Series, Series]:
     return rates, mbps
 
 
+def cpu_series(payload: dict[str, Any]) -> Series:
+    """CPU µs per message against the size, per implementation and side ("<impl> recv" and
+    "<impl> send"): what a message costs, which a loaded machine moves far less than rates."""
+    out: Series = {}
+    for r in payload.get("size_sweep", []):
+        for side, key in (("recv", "receiver"), ("send", "sender")):
+            value = (r.get("cpu_us_per_msg") or {}).get(key)
+            if value:
+                out.setdefault(f"{r['impl']} {side}", []).append((r["size"], value))
+    for points in out.values():
+        points.sort()
+    return out
+
+
 def latency_series(payload: dict[str, Any]) -> Series:
     """Round-trip µs against the percentile, per case (median over rounds per percentile)."""
     out: Series = {}
@@ -118,13 +132,30 @@ def render_all(payload: dict[str, Any], directory: Path) -> list[Path]:
 
     rates, mbps = size_series(payload)
     if rates:
-        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+        fig, (left, right, cpu) = plt.subplots(1, 3, figsize=(15, 4.6))
+        colors: dict[str, Any] = {}
         for label, points in rates.items():
-            left.plot(*zip(*points, strict=True), marker="o", label=label)
+            (line,) = left.plot(*zip(*points, strict=True), marker="o", label=label)
+            colors[label] = line.get_color()
         for label, points in mbps.items():
-            right.plot(*zip(*points, strict=True), marker="o", label=label)
+            right.plot(*zip(*points, strict=True), marker="o", label=label, color=colors[label])
+        for label, points in cpu_series(payload).items():
+            impl, side = label.rsplit(" ", 1)
+            cpu.plot(
+                *zip(*points, strict=True),
+                marker="o" if side == "recv" else "x",
+                linestyle="-" if side == "recv" else "--",
+                color=colors.get(impl),
+                label=f"{impl} ({'receiver' if side == 'recv' else 'sender'})",
+            )
+        cpu.set_title("CPU per message, user + sys")
         sizes = sorted({x for points in rates.values() for x, _ in points})
-        for ax, ylabel in ((left, "messages/s"), (right, "MB/s (payload)")):
+        for ax, ylabel in (
+            (left, "messages/s"),
+            (right, "MB/s (payload)"),
+            (cpu, "CPU µs per message"),
+        ):
+            ax.tick_params(axis="x", labelrotation=35, labelsize=8)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xticks(sizes)
@@ -132,7 +163,7 @@ def render_all(payload: dict[str, Any], directory: Path) -> list[Path]:
             ax.set_xlabel("message size")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend()
+            ax.legend(fontsize=7 if ax is cpu else 9)
         left.set_title("PUSH -> PULL over tcp, separate processes")
         right.set_title("throughput in bytes")
         finish(fig, "size")

@@ -52,6 +52,9 @@ def test_plot_series_from_the_json(curves: dict[str, Any]) -> None:
     assert set(rates) == {"zmtp-asyncio", "zmtp-trio", "pyzmq-sync"}
     assert [x for x, _ in rates["zmtp-trio"]] == [64, 4096]
     assert mbps["pyzmq-sync"][1][1] == pytest.approx(rates["pyzmq-sync"][1][1] * 4096 / 1e6)
+    cpu = plots.cpu_series(curves)
+    assert {"zmtp-asyncio recv", "zmtp-asyncio send", "pyzmq-sync recv"} <= set(cpu)
+    assert all(v > 0 for points in cpu.values() for _, v in points)
     latency = plots.latency_series(curves)
     assert set(latency) == {"zmtp-reqrep-asyncio", "zmtp-reqrep-trio", "pyzmq-reqrep-sync"}
     for points in latency.values():
