@@ -13,6 +13,7 @@ Two halves, so that the data side is testable without matplotlib:
 from __future__ import annotations
 
 import importlib.util
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,7 @@ def latency_series(payload: dict[str, Any]) -> Series:
             continue
         points = []
         for q in rounds[0]:
-            values = sorted(x[q] for x in rounds)
-            points.append((float(q), values[(len(values) - 1) // 2] / 1000))
+            points.append((float(q), statistics.median(x[q] for x in rounds) / 1000))
         out[r["case"]] = sorted(points)
     return out
 
