@@ -312,8 +312,11 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         docstring). Every pipe here queues on its outbox (``_can_share``), so the queue's
         ``put`` is inlined: the append, and the consumer's wake-up on the empty -> non-empty
         edge."""
-        if self._nodrop and any(p.outbox.full for p in pipes):
-            return False  # nothing sent to anyone: a retry cannot duplicate
+        if self._nodrop:
+            for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
+                outbox = pipe.outbox
+                if len(outbox.items) >= outbox.capacity:
+                    return False  # nothing sent to anyone: a retry cannot duplicate
         if len(parts) == 1:
             small = len(parts[0]) <= SHARED_ENCODING_MAX
         else:
