@@ -455,11 +455,16 @@ class CaseResult:
         }
 
 
+#: The percentiles kept per round for a latency-percentile curve (bench_curves.py plots them).
+CURVE_PERCENTILES = (1, 5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9)
+
+
 def _round_stats(samples: list[int]) -> dict[str, Any]:
     samples.sort()
     n = len(samples)
     busy = sum(samples) / 1e9  # seconds spent inside round trips
     return {
+        "curve": {str(q): percentile(samples, q) for q in CURVE_PERCENTILES},
         "n": n,
         "min": float(samples[0]),
         "p50": percentile(samples, 50),

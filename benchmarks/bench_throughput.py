@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,12 +88,20 @@ RAW_READ_SIZE = 256 * 1024
 # ("result", {...}) until ("quit",). Receivers time; senders report their own send time.
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this whole process so far (every thread: libzmq's I/O
+    thread counts for pyzmq, as the reader/writer tasks do for zmtp)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _check_size(first: Any, last: Any, size: int) -> None:
     if len(first) != size or len(last) != size:
         raise AssertionError(f"expected {size}-byte messages, got {len(first)} / {len(last)}")
 
 
-async def _timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+async def timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+    cpu0 = cpu_seconds()
     for _ in range(warmup):
         await recv()
     first = await recv()
@@ -101,10 +111,16 @@ async def _timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, si
     last = await recv()
     t_last = perf_counter()
     _check_size(first, last, size)
-    return {"elapsed": t_last - t_first, "messages": count - 1}
+    return {
+        "elapsed": t_last - t_first,
+        "messages": count - 1,
+        "recv_cpu_s": cpu_seconds() - cpu0,
+        "recv_total": warmup + count,
+    }
 
 
-def _timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+def timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
+    cpu0 = cpu_seconds()
     for _ in range(warmup):
         recv()
     first = recv()
@@ -114,21 +130,28 @@ def _timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int
     last = recv()
     t_last = perf_counter()
     _check_size(first, last, size)
-    return {"elapsed": t_last - t_first, "messages": count - 1}
+    return {
+        "elapsed": t_last - t_first,
+        "messages": count - 1,
+        "recv_cpu_s": cpu_seconds() - cpu0,
+        "recv_total": warmup + count,
+    }
 
 
-async def _send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+async def send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+    cpu0 = cpu_seconds()
     start = perf_counter()
     for _ in range(total):
         await send(payload)
-    return {"send_elapsed": perf_counter() - start}
+    return {"send_elapsed": perf_counter() - start, "send_cpu_s": cpu_seconds() - cpu0}
 
 
-def _send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+def send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
+    cpu0 = cpu_seconds()
     start = perf_counter()
     for _ in range(total):
         send(payload)
-    return {"send_elapsed": perf_counter() - start}
+    return {"send_elapsed": perf_counter() - start, "send_cpu_s": cpu_seconds() - cpu0}
 
 
 # --------------------------------------------------------------------------- zmtp (anyio)
@@ -139,7 +162,7 @@ async def zmtp_receiver(ctrl: Any, p: Params) -> None:
     async with zmtp_socket("PULL", p["hwm"]) as sock:
         ctrl.send(("ready", await sock.bind(TCP_ANY)))
         await serve_rounds_async(
-            ctrl, lambda r: _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
+            ctrl, lambda r: timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
         )
 
 
@@ -150,7 +173,7 @@ async def zmtp_sender(ctrl: Any, p: Params) -> None:
         await sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
         await serve_rounds_async(
-            ctrl, lambda r: _send_n_async(sock.send, payload, r["warmup"] + r["count"])
+            ctrl, lambda r: send_n_async(sock.send, payload, r["warmup"] + r["count"])
         )
 
 
@@ -161,7 +184,7 @@ def pyzmq_receiver(ctrl: Any, p: Params) -> None:
     with pyzmq_socket("PULL", p["hwm"]) as sock:
         ctrl.send(("ready", pyzmq_bind(sock)))
         serve_rounds_sync(
-            ctrl, lambda r: _timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
+            ctrl, lambda r: timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
         )
 
 
@@ -170,9 +193,7 @@ def pyzmq_sender(ctrl: Any, p: Params) -> None:
     with pyzmq_socket("PUSH", p["hwm"], linger=2000) as sock:
         sock.connect(p["endpoint"])
         ctrl.send(("ready", None))
-        serve_rounds_sync(
-            ctrl, lambda r: _send_n_sync(sock.send, payload, r["warmup"] + r["count"])
-        )
+        serve_rounds_sync(ctrl, lambda r: send_n_sync(sock.send, payload, r["warmup"] + r["count"]))
 
 
 # --------------------------------------------------------------------------- pyzmq zmq.asyncio
@@ -184,7 +205,7 @@ async def pyzmq_asyncio_receiver(ctrl: Any, p: Params) -> None:
         ctrl.send(("ready", pyzmq_bind(sock)))
         await serve_rounds_async(
             ctrl,
-            lambda r: _timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]),
+            lambda r: timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"]),
             control_recv_asyncio,
         )
 
@@ -197,7 +218,7 @@ async def pyzmq_asyncio_sender(ctrl: Any, p: Params) -> None:
         ctrl.send(("ready", None))
         await serve_rounds_async(
             ctrl,
-            lambda r: _send_n_async(sock.send, payload, r["warmup"] + r["count"]),
+            lambda r: send_n_async(sock.send, payload, r["warmup"] + r["count"]),
             control_recv_asyncio,
         )
 
@@ -235,7 +256,7 @@ async def raw_sender(ctrl: Any, p: Params) -> None:
     async with await raw_connect(p["endpoint"]) as stream:
         ctrl.send(("ready", None))
         await serve_rounds_async(
-            ctrl, lambda r: _send_n_async(stream.send, payload, r["warmup"] + r["count"])
+            ctrl, lambda r: send_n_async(stream.send, payload, r["warmup"] + r["count"])
         )
 
 
@@ -255,11 +276,87 @@ async def zmtp_inproc(ctrl: Any, p: Params) -> None:
 
         async def run(r: Params) -> Params:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_send_n_async, push.send, payload, r["warmup"] + r["count"])
-                result = await _timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
+                tg.start_soon(send_n_async, push.send, payload, r["warmup"] + r["count"])
+                result = await timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
             return result
 
         await serve_rounds_async(ctrl, run)
+
+
+# --------------------------------------------------------------------------- pyzmq inproc
+
+
+def pyzmq_inproc(ctrl: Any, p: Params) -> None:
+    """pyzmq PUSH -> PULL over inproc in ONE process: the receiver in the main thread, the
+    sender in a second thread (the sync API's way to have both sides in one process; the
+    two share the GIL, as zmtp's two tasks share one event loop). One context, as inproc
+    requires."""
+    import threading
+
+    import zmq
+
+    payload = os.urandom(p["size"])
+    ctx = zmq.Context()
+    pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    for sock in (pull, push):
+        sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        endpoint = f"inproc://bench-{os.getpid()}"
+        pull.bind(endpoint)
+        push.connect(endpoint)
+        ctrl.send(("ready", endpoint))
+
+        def run(r: Params) -> Params:
+            sent: Params = {}
+            thread = threading.Thread(
+                target=lambda: sent.update(
+                    send_n_sync(push.send, payload, r["warmup"] + r["count"])
+                )
+            )
+            thread.start()
+            result = timed_recv_sync(pull.recv, r["warmup"], r["count"], p["size"])
+            thread.join()
+            return {**sent, **result}
+
+        serve_rounds_sync(ctrl, run)
+    finally:
+        pull.close(linger=0)
+        push.close(linger=0)
+        ctx.term()
+
+
+@asyncio_role
+async def pyzmq_asyncio_inproc(ctrl: Any, p: Params) -> None:
+    """zmq.asyncio PUSH -> PULL over inproc: sender task and receiver in one event loop, the
+    shape of zmtp's inproc case."""
+    import asyncio
+
+    import zmq
+    import zmq.asyncio
+
+    payload = os.urandom(p["size"])
+    ctx = zmq.asyncio.Context()
+    pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    for sock in (pull, push):
+        sock.sndhwm = sock.rcvhwm = p["hwm"]
+    try:
+        endpoint = f"inproc://bench-{os.getpid()}"
+        pull.bind(endpoint)
+        push.connect(endpoint)
+        ctrl.send(("ready", endpoint))
+
+        async def run(r: Params) -> Params:
+            sender = asyncio.ensure_future(
+                send_n_async(push.send, payload, r["warmup"] + r["count"])
+            )
+            result = await timed_recv_async(pull.recv, r["warmup"], r["count"], p["size"])
+            return {**(await sender), **result}
+
+        await serve_rounds_async(ctrl, run, control_recv_asyncio)
+    finally:
+        pull.close(linger=0)
+        push.close(linger=0)
+        ctx.term()
 
 
 # =========================================================================== registry
@@ -292,8 +389,11 @@ INPROC_IMPLS: dict[str, Impl] = {
     for i in (
         Impl("zmtp-inproc-asyncio", None, None, ("anyio",), {"backend": "asyncio"}, zmtp_inproc),
         Impl("zmtp-inproc-trio", None, None, ("anyio", "trio"), {"backend": "trio"}, zmtp_inproc),
+        Impl("pyzmq-inproc-sync", None, None, ("zmq",), {}, pyzmq_inproc),
+        Impl("pyzmq-inproc-asyncio", None, None, ("zmq",), {}, pyzmq_asyncio_inproc),
     )
 }
+INPROC_REFERENCE = "pyzmq-inproc-sync"
 RAW_IMPLS: dict[str, Impl] = {
     i.name: i
     for i in (
@@ -323,6 +423,20 @@ class ConfigResult:
             return None
         return summarize([r["msgs_per_s"] for r in self.runs])[stat]
 
+    def cpu_us(self) -> tuple[float | None, float | None]:
+        """Median CPU cost per message (user + sys µs, whole round including warm-up) of the
+        receiving and of the sending process; in one process (inproc) both are the
+        receiver's figure and the sender's is None."""
+
+        def med(key: str) -> float | None:
+            values = [
+                r[key] / r["recv_total"] * 1e6 for r in self.runs if key in r and "recv_total" in r
+            ]
+            return statistics.median(values) if values else None
+
+        send = None if self.section == "inproc" else med("send_cpu_s")
+        return med("recv_cpu_s"), send
+
     def to_json(self, stat: str) -> dict[str, Any]:
         rate = self.rate(stat)
         out: dict[str, Any] = {
@@ -333,6 +447,7 @@ class ConfigResult:
             "msgs_per_s": rate,
             "mb_per_s": None if rate is None else rate * self.size / 1e6,
             "error": self.error,
+            "cpu_us_per_msg": dict(zip(("receiver", "sender"), self.cpu_us(), strict=True)),
             "loadavg_at_start": self.loadavg,
             "runs": self.runs,
             "calibration": self.calibration,
@@ -342,7 +457,7 @@ class ConfigResult:
         return out
 
 
-def _run_round(
+def run_round(
     group: WorkerGroup,
     workers: list[Worker],
     timer: Worker,
@@ -396,16 +511,18 @@ def measure(
         target = max(0.05, 0.2 * args.duration)
         count = max(200, min(2000, (16 << 20) // size))
         for _ in range(8):
-            pilot = _run_round(group, workers, timer, max(50, count // 5), count, round_timeout)
+            pilot = run_round(group, workers, timer, max(50, count // 5), count, round_timeout)
             calibration.append(pilot)
             if pilot["elapsed"] >= target:
                 break
             count = int(count * min(50.0, max(2.0, 1.5 * target / max(pilot["elapsed"], 1e-6))))
         rate = pilot["msgs_per_s"]
-        count = max(1000, min(args.max_count, int(rate * args.duration)))
+        count = max(
+            getattr(args, "min_count", 1000), min(args.max_count, int(rate * args.duration))
+        )
         warmup = max(100, int(count * args.warmup))
         for i in range(args.repeat):
-            run = _run_round(group, workers, timer, warmup, count, round_timeout)
+            run = run_round(group, workers, timer, warmup, count, round_timeout)
             runs.append(run)
             log(
                 f"    run {i + 1}/{args.repeat}: {fmt_rate(run['msgs_per_s'])}msgs/s "
@@ -441,32 +558,64 @@ def tcp_table(results: list[ConfigResult], stat: str) -> str:
                 f"{rate * r.size / 1e6:,.1f}",
                 *ratios,
                 f"{spread * 100:.0f}%" if len(r.runs) > 1 else "-",
+                *(fmt_cpu(v) for v in r.cpu_us()),
             ]
         )
     return render_table(
-        ["implementation", "size", "msgs/s", "MB/s", "vs pyzmq sync", "vs pyzmq asyncio", "spread"],
+        [
+            "implementation",
+            "size",
+            "msgs/s",
+            "MB/s",
+            "vs pyzmq sync",
+            "vs pyzmq asyncio",
+            "spread",
+            "CPU µs/msg recv",
+            "CPU µs/msg send",
+        ],
         rows,
     )
 
 
+def fmt_cpu(us: float | None) -> str:
+    return "-" if us is None else f"{us:.2f}"
+
+
 def inproc_table(results: list[ConfigResult], stat: str) -> str:
+    ref = next((r.rate(stat) for r in results if r.impl == INPROC_REFERENCE), None)
     rows = []
     for r in results:
         rate = r.rate(stat)
         if rate is None:
-            rows.append([r.impl, size_label(r.size), "FAILED", "-", "-"])
+            rows.append([r.impl, size_label(r.size), "FAILED", "-", "-", "-", "-", "-"])
             continue
         verdict = "met" if rate >= INPROC_TARGET else "BELOW"
+        spread = summarize([x["msgs_per_s"] for x in r.runs])["spread"]
         rows.append(
             [
                 r.impl,
                 size_label(r.size),
                 fmt_rate(rate),
                 f"{rate * r.size / 1e6:,.1f}",
+                fmt_ratio(rate / ref) if ref else "-",
                 f"{rate / INPROC_TARGET * 100:.0f}% ({verdict})",
+                f"{spread * 100:.0f}%" if len(r.runs) > 1 else "-",
+                fmt_cpu(r.cpu_us()[0]),
             ]
         )
-    return render_table(["implementation", "size", "msgs/s", "MB/s", "vs target 1 M/s"], rows)
+    return render_table(
+        [
+            "implementation",
+            "size",
+            "msgs/s",
+            "MB/s",
+            f"vs {INPROC_REFERENCE}",
+            "vs target 1 M/s",
+            "spread",
+            "CPU µs/msg (process)",
+        ],
+        rows,
+    )
 
 
 def raw_table(raw: list[ConfigResult], tcp: list[ConfigResult], stat: str) -> str:
@@ -613,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
         tables["tcp"] = tcp_table(results["tcp"], stat)
         print(tables["tcp"])
     if results["inproc"]:
-        print("\nzmtp inproc PUSH -> PULL, sender and receiver in ONE process\n")
+        print("\ninproc PUSH -> PULL, sender and receiver in ONE process (zmtp beside pyzmq)\n")
         tables["inproc"] = inproc_table(results["inproc"], stat)
         print(tables["inproc"])
     if results["raw_tcp"]:

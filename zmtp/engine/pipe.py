@@ -41,6 +41,7 @@ class Pipe:
         "persistent",
         "routing_id",
         "send",
+        "shared_encoding",
         "state",
         "stream",
     )
@@ -70,6 +71,12 @@ class Pipe:
         #: For tcp/ipc this is ``outbox.put`` (the connection's writer drains it); for inproc it
         #: hands the message straight to the peer socket's receive path.
         self.send: Callable[[Message], None] = outbox.put
+        #: The outbox may hold :class:`~zmtp.protocol.frames.EncodedMessage` items, one
+        #: message encoded once for many pipes by a fan-out strategy (PUB/XPUB); the writer
+        #: then encodes with ``encode_shared_messages``. Off for every other pipe, whose
+        #: writer keeps the plain encoder. Either encoder is right for any message: this only
+        #: picks the faster one.
+        self.shared_encoding = False
 
     def __repr__(self) -> str:
         who = self.peer.socket_type if self.peer else "?"

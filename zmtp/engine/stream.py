@@ -535,7 +535,13 @@ class StreamConnection:
             ext = self.socket.extension
             if ext is not None:
                 ext.before_send_batch(pipe, batch)
-            encoded = conn.encode_messages(batch)
+            # A publisher's shared encodings (pipe.shared_encoding): only without an
+            # extension, whose before_send_batch sees (and may change) the parts.
+            encoded = (
+                conn.encode_shared_messages(batch)
+                if pipe.shared_encoding and ext is None
+                else conn.encode_messages(batch)
+            )
             data = data + encoded if data else encoded
         if not data:
             return True
@@ -580,7 +586,13 @@ class StreamConnection:
                     ext = socket.extension
                     if ext is not None:
                         ext.before_send_batch(pipe, batch)
-                    encoded = conn.encode_messages(batch)
+                    # A publisher's shared encodings (pipe.shared_encoding): only without an
+                    # extension, whose before_send_batch sees (and may change) the parts.
+                    encoded = (
+                        conn.encode_shared_messages(batch)
+                        if pipe.shared_encoding and ext is None
+                        else conn.encode_messages(batch)
+                    )
                     data = data + encoded if data else encoded
                     flushing = True
                 if not self.handshaken:

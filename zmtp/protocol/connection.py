@@ -192,6 +192,12 @@ class Connection:
         """Wire bytes for a batch of messages (only valid once the handshake is complete)."""
         return self.mechanism.encode_messages(messages)
 
+    def encode_shared_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
+        """:meth:`encode_messages` for a batch that may hold
+        :class:`~zmtp.protocol.frames.EncodedMessage` items (a publisher's message encoded
+        once for every subscriber): in clear their wire bytes are copied as they are."""
+        return self.mechanism.encode_shared_messages(messages)
+
     def send_command(self, name: bytes, data: bytes = b"") -> None:
         """Queue a post-handshake command (SUBSCRIBE, JOIN, an extension's own...)."""
         if self.state is not State.READY:

@@ -205,6 +205,11 @@ class _Curve(Mechanism):
             raise ProtocolError("CURVE short nonce space exhausted (2**64 frames)")
         return nonce
 
+    def encode_shared_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
+        """Shared messages are boxed like any other: each connection has its own keys and
+        nonces, so a publisher's wire bytes in clear are never used here."""
+        return self.encode_messages(messages)
+
     def encode_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
         """Every frame of every message as one MESSAGE (one box and one nonce each)."""
         nonce = self._check_nonce_space(messages)

@@ -125,6 +125,53 @@ def encode_messages(messages: Iterable[Sequence[bytes]]) -> bytes:
     return b"".join(out)
 
 
+class EncodedMessage(list[bytes]):
+    """A message (its parts, as a plain ``list``) together with its wire encoding in clear.
+
+    Why: a publisher queues the same message for every subscriber, and each subscriber's
+    writer used to encode its own copy. A fan-out strategy makes one of these per message
+    (:func:`encoded_message`) and queues the *same object* on every pipe; a writer whose
+    mechanism sends in clear (NULL, PLAIN) then copies ``wire`` instead of framing the parts
+    again (:func:`encode_shared_messages`). Everything else sees an ordinary message: the
+    parts are the list itself, so a mechanism that encrypts (CURVE) or any plain encoder
+    simply frames the parts, and ``wire`` is never wrong, only unused.
+    """
+
+    __slots__ = ("wire",)
+
+    def __init__(self, parts: Sequence[bytes], wire: bytes) -> None:
+        super().__init__(parts)
+        self.wire = wire  #: ``encode_message(parts)``: flags, size and body of every frame
+
+
+def encoded_message(parts: Sequence[bytes]) -> EncodedMessage:
+    """``parts`` with their wire encoding made once (see :class:`EncodedMessage`)."""
+    return EncodedMessage(parts, encode_message(parts))
+
+
+def encode_shared_messages(messages: Iterable[Sequence[bytes]]) -> bytes:
+    """:func:`encode_messages` for a batch that may hold :class:`EncodedMessage` items: their
+    wire bytes are reused (one append, no framing), every other message is framed as usual.
+
+    Only for mechanisms that send frames in clear. A separate function so that writers of
+    queues that never hold shared messages keep the plain loop, without a type check per
+    message.
+    """
+    out: list[bytes] = []
+    append = out.append
+    for parts in messages:
+        if type(parts) is EncodedMessage:
+            append(parts.wire)
+        elif len(parts) == 1:
+            part = parts[0]
+            n = len(part)
+            append(_SHORT_LAST[n] if n < 256 else _LONG_LAST + _pack_u64(n))
+            append(part)
+        else:
+            append_message(out, parts)
+    return b"".join(out)
+
+
 class Command:
     """A decoded command frame: ``name`` (bytes, e.g. ``b"PING"``) and its ``data``."""
 

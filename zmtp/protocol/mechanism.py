@@ -22,7 +22,13 @@ from typing import ClassVar
 
 from . import commands
 from .errors import ProtocolError
-from .frames import Command, FrameTransform, encode_messages, parse_command
+from .frames import (
+    Command,
+    FrameTransform,
+    encode_messages,
+    encode_shared_messages,
+    parse_command,
+)
 from .properties import Properties, parse_properties
 
 
@@ -193,6 +199,13 @@ class Mechanism(ABC):
     def encode_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
         """Wire bytes for a batch of messages."""
         return encode_messages(messages)
+
+    def encode_shared_messages(self, messages: Sequence[Sequence[bytes]]) -> bytes:
+        """:meth:`encode_messages` for a batch that may hold
+        :class:`~zmtp.protocol.frames.EncodedMessage` items (a publisher's messages, encoded
+        once for all its subscribers). In clear their wire bytes are the frames; a mechanism
+        that transforms frames (CURVE) must override this to ignore them."""
+        return encode_shared_messages(messages)
 
     def encode_command(self, frame: bytes) -> bytes:
         """Wire bytes for a post-handshake command frame (already encoded in clear)."""

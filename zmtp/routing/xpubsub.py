@@ -28,14 +28,23 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..engine.pipe import Pipe
 from ..engine.queue import Message
 from ..errors import UnsupportedOperation
 from ..protocol.commands import CANCEL, SUBSCRIBE
+from ..protocol.frames import encoded_message
 from .base import FairQueue, RoutingStrategy
-from .mixins import FanOut, Subscriptions, conflate_put, conflate_send, send_first
+from .mixins import (
+    FanOut,
+    Subscriptions,
+    conflate_put,
+    conflate_send,
+    is_inproc,
+    send_first,
+)
 from .trie import PipeTrie, RemoveResult, TopicTrie
 
 if TYPE_CHECKING:
@@ -58,6 +67,12 @@ class _Subscriber:
         #: Subscriptions that arrived before the pipe was attached (an inproc SUB that
         #: connects sends them from its own handshake, before ours has run); applied on attach.
         self.early: list[tuple[bool, bytes]] = []
+
+
+#: Largest message (payload bytes) encoded once for all subscribers; above it each writer
+#: frames its own copy as before (the saving is a few Python operations per subscriber, while
+#: a shared encoding costs one more copy of the body and holds it while queued).
+SHARED_ENCODING_MAX = 8192
 
 
 def _subscriber(pipe: Pipe) -> _Subscriber:
@@ -85,6 +100,14 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
       including peers without any subscription (libzmq's ``dist_t::reverse_match``).
     * ``xpub_welcome_msg`` is sent to every new connection, unfiltered, before anything else.
     * A peer's subscriptions end with its connection; a reconnecting SUB re-sends them.
+
+    Shared encoding: while two or more pipes are attached and all are tcp/ipc pipes of a
+    socket that sends in clear (NULL, PLAIN), a message for several subscribers is encoded
+    once (:class:`~zmtp.protocol.frames.EncodedMessage`) and the same object is queued on
+    every pipe with room, whose writers copy its wire bytes (``pipe.shared_encoding``). The
+    HWM is still checked per pipe (a full one loses only its copy), each outbox keeps its
+    order, and CURVE boxes every copy per connection (its encoder ignores the wire bytes). A
+    socket with one subscriber, an inproc pipe or an extension keeps the per-pipe path.
     """
 
     socket_type = "XPUB"
@@ -112,11 +135,22 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
+        #: Shared encoding (see the class docstring): the attached pipes that could take a
+        #: shared message, how many attached pipes could not, and whether it is on now.
+        self._shareable: dict[Pipe, None] = {}
+        self._unshareable = 0
+        self._sharing = False
 
     # ------------------------------------------------------------------ pipe lifecycle
 
     def attach(self, pipe: Pipe) -> str | None:
         self._all[pipe] = None
+        if self._can_share(pipe):
+            self._shareable[pipe] = None
+        else:
+            self._unshareable += 1
+        self._update_sharing()
+        pipe.shared_encoding = self._sharing and pipe in self._shareable
         state = _subscriber(pipe)
         early, state.early = state.early, []
         for subscribe, topic in early:
@@ -133,8 +167,46 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._forget(pipe)
 
     def detach(self, pipe: Pipe) -> None:
-        self._all.pop(pipe, None)
+        if self._all.pop(pipe, False) is None:
+            if self._shareable.pop(pipe, False) is None:
+                pipe.shared_encoding = False
+            else:
+                self._unshareable -= 1
+            self._update_sharing()
         self._forget(pipe)
+
+    def _can_share(self, pipe: Pipe) -> bool:
+        """Whether ``pipe``'s writer frames our messages in clear: a tcp/ipc pipe (its
+        ``send`` queues on the outbox for a connection's writer; inproc hands part lists to
+        the peer socket) of a socket without CURVE (which boxes each copy anyway)."""
+        if is_inproc(pipe) or pipe.send != pipe.outbox.put:
+            return False
+        try:
+            return self.socket.options.security_mechanism() != "CURVE"
+        except ValueError:  # a bad security setup: its connections fail, and nothing shares
+            return False
+
+    def _update_sharing(self) -> None:
+        """Share encodings only while it saves work: two shareable pipes or more, none other,
+        and none of the options that pick the targets differently (conflate, last value,
+        inverted matching). While sharing, :meth:`try_send_sharing` stands in for
+        :meth:`try_send` on this instance, so that the path of one subscriber is exactly the
+        per-pipe one, with no test added per message (and its writer keeps the plain
+        encoder)."""
+        sharing = (
+            not self._unshareable
+            and len(self._shareable) >= 2
+            and not (self._conflate or self._send_last_pipe or self._invert)
+        )
+        if sharing is self._sharing:
+            return
+        self._sharing = sharing
+        for pipe in self._shareable:
+            pipe.shared_encoding = sharing
+        if sharing:
+            vars(self)["try_send"] = self.try_send_sharing
+        else:
+            vars(self).pop("try_send", None)
 
     def _forget(self, pipe: Pipe) -> None:
         """Drop every subscription of ``pipe``, telling the application like libzmq does."""
@@ -354,6 +426,38 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if sent and last is not None:
             self._last_pipe = None  # as libzmq: the next message goes to every match again
         return sent
+
+    def try_send_sharing(self, parts: Message) -> bool:
+        """:meth:`try_send` while encodings are shared (see :meth:`_update_sharing`, which
+        installs it): a message for two subscribers or more is encoded once."""
+        pipes = self._trie.match(parts[0])
+        if len(pipes) < 2 or self.socket.extension is not None:
+            return not pipes or self.fan_out(pipes, parts, self._nodrop)
+        return self._fan_out_shared(pipes, parts)
+
+    def _fan_out_shared(self, pipes: Collection[Pipe], parts: Message) -> bool:
+        """:meth:`FanOut.fan_out` for tcp/ipc pipes with one encoding for all (see the class
+        docstring). Every pipe here queues on its outbox (``_can_share``), so the queue's
+        ``put`` is inlined: the append, and the consumer's wake-up on the empty -> non-empty
+        edge."""
+        if self._nodrop:
+            for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
+                outbox = pipe.outbox
+                if len(outbox.items) >= outbox.capacity:
+                    return False  # nothing sent to anyone: a retry cannot duplicate
+        if len(parts) == 1:
+            small = len(parts[0]) <= SHARED_ENCODING_MAX
+        else:
+            small = sum(map(len, parts)) <= SHARED_ENCODING_MAX
+        shared = encoded_message(parts) if small else parts
+        for pipe in pipes:
+            outbox = pipe.outbox
+            items = outbox.items
+            if len(items) < outbox.capacity:  # a full pipe loses only its own copy
+                items.append(shared)
+                if len(items) == 1:
+                    outbox.on_data()
+        return True
 
     def try_recv(self) -> Message | None:
         pending = self._pending

@@ -1,0 +1,42 @@
+"""Smoke test of benchmarks/bench_peers.py (many PUSH connections into one PULL): a tiny run per
+backend, so the script cannot rot. Nothing about speed is asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ._bench_run import run_bench
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_bench_peers_runs(backend: str, tmp_path: Path) -> None:
+    payload = run_bench(
+        "bench_peers.py",
+        [
+            "--quick",
+            "--impl",
+            f"zmtp-{backend},pyzmq-sync",
+            "--peers",
+            "1,5",
+            "--processes",
+            "2",
+            "--pilot",
+            "2000",
+            "--timeout",
+            "30",
+        ],
+        tmp_path / "p.json",
+    )
+    results = payload["results"]
+    assert {(r["impl"], r["peers"], r["processes"]) for r in results} == {
+        (impl, peers, min(2, peers))
+        for impl in (f"zmtp-{backend}", "pyzmq-sync")
+        for peers in (1, 5)
+    }
+    for r in results:
+        assert r["error"] is None and r["msgs_per_s"] > 0, r
+        assert r["rss_per_connection_receiver"] is not None, r
+        assert r["cpu_us_per_msg"]["receiver"] > 0 and r["cpu_us_per_msg"]["senders"] > 0, r
+    assert "vs 1 peer" in payload["_stdout"]
