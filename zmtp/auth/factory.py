@@ -6,9 +6,7 @@ listed in docs/security.md) lives with the rest of the security code.
 
 from __future__ import annotations
 
-from ..crypto import decode_key
 from ..options import Options
-from ..protocol.curve import CurveClient, CurveServer
 from ..protocol.mechanism import Mechanism, NullMechanism
 from ..protocol.plain import PlainClient, PlainServer
 
@@ -27,6 +25,11 @@ def make_mechanism(options: Options, *, has_authenticator: bool = False) -> Mech
     """
     kind = options.security_mechanism()
     if kind == "CURVE":
+        # Imported here: CURVE needs the ``cryptography`` package, which a NULL or PLAIN
+        # socket never loads (``import zmtp`` stays cheap, docs/performance.md).
+        from ..crypto.keys import decode_key
+        from ..protocol.curve import CurveClient, CurveServer
+
         assert options.curve_secretkey is not None
         secret = decode_key(options.curve_secretkey)
         if options.curve_server:
