@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ..options import Options
 from ..protocol.mechanism import Mechanism, NullMechanism
-from ..protocol.plain import PlainClient, PlainServer
 
 
 def _raw(value: str | bytes | None) -> bytes:
@@ -39,6 +38,8 @@ def make_mechanism(options: Options, *, has_authenticator: bool = False) -> Mech
             b"", decode_key(options.curve_serverkey), decode_key(options.curve_publickey), secret
         )
     if kind == "PLAIN":
+        from ..protocol.plain import PlainClient, PlainServer  # only PLAIN sockets load it
+
         if options.plain_server:
             return PlainServer(b"", options.zap_domain)
         return PlainClient(b"", _raw(options.plain_username), _raw(options.plain_password))
