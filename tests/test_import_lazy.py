@@ -132,3 +132,18 @@ def test_routing_strategies_resolve_lazily() -> None:
         cls = STRATEGIES[name]
         assert issubclass(cls, RoutingStrategy) and cls.socket_type == name
     assert "NOPE" not in STRATEGIES and STRATEGIES.get("NOPE") is None
+
+
+def test_subpackages_the_eager_init_loaded_stay_reachable() -> None:
+    """``zmtp.crypto.X`` after a bare ``import zmtp`` worked when ``__init__`` imported it as a
+    side effect; it still does (loaded on first use), in a fresh interpreter."""
+    probe = """
+import zmtp, zmtp_qos
+assert "crypto" in dir(zmtp) and "worker" in dir(zmtp_qos)
+assert zmtp.crypto.curve_keypair is zmtp.curve_keypair
+assert zmtp.auth.certs.load_certificate is zmtp.auth.load_certificate
+assert zmtp.context.Context is zmtp.Context and zmtp.poller.Poller is zmtp.Poller
+assert zmtp_qos.worker.Worker is zmtp_qos.Worker and zmtp_qos.producer.Producer is zmtp_qos.Producer
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr

@@ -100,7 +100,10 @@ _LAZY = {
     "EndpointError": ".transport.endpoint",
     **dict.fromkeys(_MONITOR_EVENTS, ".monitor"),
 }
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
+# Subpackages the eager __init__ loaded as a side effect (``zmtp.crypto.curve_keypair`` after a
+# bare ``import zmtp`` kept working): still reachable, loaded on first use.
+_SUBMODULES = ("auth", "context", "crypto", "poller")
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)
 
 __version__ = "0.1.0"
 

@@ -17,15 +17,22 @@ from typing import Any
 
 
 def lazy_attributes(
-    package: str, namespace: dict[str, Any], table: Mapping[str, str]
+    package: str,
+    namespace: dict[str, Any],
+    table: Mapping[str, str],
+    submodules: tuple[str, ...] = (),
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package`` whose lazy names map to submodules.
 
     ``table`` maps each lazy attribute to the module that defines it, relative to ``package``
-    (``".auth"``) or absolute; the attribute has the same name there.
+    (``".auth"``) or absolute; the attribute has the same name there. ``submodules`` are
+    subpackages that an eager ``__init__`` used to import as a side effect: ``pkg.sub`` keeps
+    working after a bare ``import pkg``, importing ``pkg.sub`` on first use.
     """
 
     def __getattr__(name: str) -> Any:
+        if name in submodules:
+            return importlib.import_module(f"{package}.{name}")  # binds namespace[name] too
         module_name = table.get(name)
         if module_name is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -34,6 +41,6 @@ def lazy_attributes(
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *table})
+        return sorted({*namespace, *table, *submodules})
 
     return __getattr__, __dir__

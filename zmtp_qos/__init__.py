@@ -37,7 +37,7 @@ _LAZY = {
     ),
     **dict.fromkeys(("Worker", "WorkerStats"), ".worker"),
 }
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, ("producer", "worker"))
 
 __all__ = [
     "BadInput",

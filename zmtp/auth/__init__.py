@@ -70,7 +70,9 @@ _LAZY = {
         ".zap",
     ),
 }
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
+__getattr__, __dir__ = lazy_attributes(
+    __name__, globals(), _LAZY, ("authenticator", "certs", "policy", "zap")
+)
 
 __all__ = [
     "ANY_DOMAIN",
