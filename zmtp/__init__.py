@@ -103,7 +103,9 @@ _LAZY = {
 # Subpackages the eager __init__ loaded as a side effect (``zmtp.crypto.curve_keypair`` after a
 # bare ``import zmtp`` kept working): still reachable, loaded on first use.
 _SUBMODULES = ("auth", "context", "crypto", "poller")
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+_lazy_getattr, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+if not TYPE_CHECKING:  # hidden from mypy: a module __getattr__ would make every typo "Any"
+    __getattr__ = _lazy_getattr
 
 __version__ = "0.1.0"
 

@@ -37,7 +37,9 @@ _LAZY = {
     ),
     **dict.fromkeys(("Worker", "WorkerStats"), ".worker"),
 }
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, ("producer", "worker"))
+_lazy_getattr, __dir__ = lazy_attributes(__name__, globals(), _LAZY, ("producer", "worker"))
+if not TYPE_CHECKING:  # hidden from mypy: a module __getattr__ would make every typo "Any"
+    __getattr__ = _lazy_getattr
 
 __all__ = [
     "BadInput",

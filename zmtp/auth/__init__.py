@@ -70,9 +70,11 @@ _LAZY = {
         ".zap",
     ),
 }
-__getattr__, __dir__ = lazy_attributes(
+_lazy_getattr, __dir__ = lazy_attributes(
     __name__, globals(), _LAZY, ("authenticator", "certs", "policy", "zap")
 )
+if not TYPE_CHECKING:  # hidden from mypy: a module __getattr__ would make every typo "Any"
+    __getattr__ = _lazy_getattr
 
 __all__ = [
     "ANY_DOMAIN",

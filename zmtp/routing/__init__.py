@@ -83,12 +83,16 @@ class LazyStrategies(Mapping[str, "type[RoutingStrategy]"]):
 STRATEGIES: Mapping[str, type[RoutingStrategy]] = LazyStrategies(_WHERE)
 
 
-def __getattr__(name: str) -> type[RoutingStrategy]:
-    """The strategy classes by name (``zmtp.routing.Push``), imported on first use."""
+def strategy_named(name: str) -> type[RoutingStrategy]:
+    """The strategy class called ``name`` (``"Push"``), imported on first use."""
     for socket_type, (_, class_name) in _WHERE.items():
         if class_name == name:
             return STRATEGIES[socket_type]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if not TYPE_CHECKING:  # hidden from mypy: a module __getattr__ would make every typo "Any"
+    __getattr__ = strategy_named  # zmtp.routing.Push, as when this module imported them all
 
 
 __all__ = ["STRATEGIES", "RoutingStrategy"]
