@@ -16,9 +16,8 @@ Quick use::
 
 from __future__ import annotations
 
-from .auth import Authenticator, AuthRequest, AuthResult
-from .context import Context
-from .crypto import curve_keypair, curve_public
+from typing import TYPE_CHECKING
+
 from .errors import (
     HostUnreachable,
     InvalidArgument,
@@ -34,30 +33,79 @@ from .errors import (
     WrongType,
     ZMTPError,
 )
-from .extension import SocketExtension
-from .monitor import (
-    Accepted,
-    AcceptFailed,
-    BindFailed,
-    Closed,
-    ConnectDelayed,
-    Connected,
-    ConnectRetried,
-    DatagramDropped,
-    Disconnected,
-    HandshakeFailed,
-    HandshakeSucceeded,
-    Listening,
-    Monitor,
-    MonitorEvent,
-    MonitorStopped,
-    PeerInfo,
-)
+from .lazyload import lazy_attributes
 from .options import NOTIFY_CONNECT, NOTIFY_DISCONNECT, Options
-from .poller import POLLIN, POLLOUT, Poller
 from .protocol.sockettypes import SocketType
 from .socket import Socket
-from .transport.endpoint import EndpointError
+
+if TYPE_CHECKING:
+    from .auth.authenticator import Authenticator
+    from .context import Context
+    from .crypto.keys import curve_keypair, curve_public
+    from .extension import SocketExtension
+    from .monitor import (
+        Accepted,
+        AcceptFailed,
+        BindFailed,
+        Closed,
+        ConnectDelayed,
+        Connected,
+        ConnectRetried,
+        DatagramDropped,
+        Disconnected,
+        HandshakeFailed,
+        HandshakeSucceeded,
+        Listening,
+        Monitor,
+        MonitorEvent,
+        MonitorStopped,
+        PeerInfo,
+    )
+    from .poller import POLLIN, POLLOUT, Poller
+    from .protocol.mechanism import AuthRequest, AuthResult
+    from .transport.endpoint import EndpointError
+
+# Imported on first use (zmtp/lazyload.py): a plain socket needs none of these, and some are
+# costly (CURVE keys import ``cryptography``). Keep this table and the TYPE_CHECKING imports
+# above in step; tests/test_import_lazy.py checks that every name in __all__ resolves.
+_MONITOR_EVENTS = (
+    "Accepted",
+    "AcceptFailed",
+    "BindFailed",
+    "Closed",
+    "ConnectDelayed",
+    "Connected",
+    "ConnectRetried",
+    "DatagramDropped",
+    "Disconnected",
+    "HandshakeFailed",
+    "HandshakeSucceeded",
+    "Listening",
+    "Monitor",
+    "MonitorEvent",
+    "MonitorStopped",
+    "PeerInfo",
+)
+_LAZY = {
+    "Authenticator": ".auth.authenticator",
+    "AuthRequest": ".protocol.mechanism",
+    "AuthResult": ".protocol.mechanism",
+    "Context": ".context",
+    "curve_keypair": ".crypto.keys",
+    "curve_public": ".crypto.keys",
+    "SocketExtension": ".extension",
+    "POLLIN": ".poller",
+    "POLLOUT": ".poller",
+    "Poller": ".poller",
+    "EndpointError": ".transport.endpoint",
+    **dict.fromkeys(_MONITOR_EVENTS, ".monitor"),
+}
+# Subpackages the eager __init__ loaded as a side effect (``zmtp.crypto.curve_keypair`` after a
+# bare ``import zmtp`` kept working): still reachable, loaded on first use.
+_SUBMODULES = ("auth", "context", "crypto", "poller")
+_lazy_getattr, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)
+if not TYPE_CHECKING:  # hidden from mypy: a module __getattr__ would make every typo "Any"
+    __getattr__ = _lazy_getattr
 
 __version__ = "0.1.0"
 

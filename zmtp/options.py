@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from .crypto import curve_public, decode_key
 from .errors import OptionError, UnknownOption, WrongType
 from .protocol.frames import DEFAULT_MAX_HANDSHAKE_SIZE
 
@@ -214,6 +213,10 @@ class Options:
         for name in ("curve_publickey", "curve_secretkey", "curve_serverkey"):
             value = getattr(self, name)
             if value is not None:
+                # Imported only with a CURVE key set: the keys module loads ``cryptography``,
+                # which a NULL or PLAIN socket never needs (import time, docs/performance.md).
+                from .crypto.keys import decode_key
+
                 try:
                     setattr(self, name, decode_key(value))
                 except (TypeError, ValueError) as exc:
@@ -243,6 +246,8 @@ class Options:
         if self.curve_publickey is not None and self.curve_secretkey is None:
             raise OptionError("curve_publickey is set without curve_secretkey")
         if self.curve_secretkey is not None:
+            from .crypto.keys import curve_public, decode_key
+
             derived = decode_key(curve_public(self.curve_secretkey))
             if self.curve_publickey is None:
                 self.curve_publickey = derived

@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from enum import Enum
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
-from .auth.authenticator import AuthHandler
 from .engine.core import SocketCore
 from .engine.queue import Message
 from .errors import CLOSED, NEVER_OPENED, SocketClosed, ZMTPError
@@ -34,6 +33,9 @@ from .protocol.sockettypes import SocketType
 from .serialize import AsyncSerializers
 from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
+
+if TYPE_CHECKING:  # only the type: the authenticator module imports the CURVE crypto
+    from .auth.authenticator import AuthHandler
 
 #: Fast-path calls between two scheduler yields.
 _YIELD_EVERY = 256

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .errors import UnsupportedOperation
 from .protocol.errors import WrongType
 from .routing.mixins import Groups, RoutingIds, Subscriptions
-from .routing.peer import Peer
-from .routing.radio_dish import Radio
 from .transport import parse_endpoint
 
 if TYPE_CHECKING:
@@ -91,6 +89,8 @@ class SocketTypeMethods:
     ) -> None:
         """RADIO: send ``data`` to the DISHes that joined ``group``. Never blocks (drops per
         full DISH) unless ``xpub_nodrop``."""
+        from .routing.radio_dish import Radio  # loaded already if this socket is a RADIO
+
         if not isinstance(self.engine.strategy, Radio):
             raise UnsupportedOperation(f"{self.socket_type} sockets do not support send_group()")
         await self.send_multipart([group, data])
@@ -107,6 +107,8 @@ class SocketTypeMethods:
         Messages sent to it are queued until the connection is up (so ``immediate`` cannot be
         used, as with libzmq's ``zmq_connect_peer``).
         """
+        from .routing.peer import Peer  # loaded already if this socket is a PEER
+
         if not isinstance(self.engine.strategy, Peer):
             raise UnsupportedOperation(f"{self.socket_type} sockets do not support connect_peer()")
         if self.options.immediate:

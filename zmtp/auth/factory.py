@@ -6,11 +6,8 @@ listed in docs/security.md) lives with the rest of the security code.
 
 from __future__ import annotations
 
-from ..crypto import decode_key
 from ..options import Options
-from ..protocol.curve import CurveClient, CurveServer
 from ..protocol.mechanism import Mechanism, NullMechanism
-from ..protocol.plain import PlainClient, PlainServer
 
 
 def _raw(value: str | bytes | None) -> bytes:
@@ -27,6 +24,11 @@ def make_mechanism(options: Options, *, has_authenticator: bool = False) -> Mech
     """
     kind = options.security_mechanism()
     if kind == "CURVE":
+        # Imported here: CURVE needs the ``cryptography`` package, which a NULL or PLAIN
+        # socket never loads (``import zmtp`` stays cheap, docs/performance.md).
+        from ..crypto.keys import decode_key
+        from ..protocol.curve import CurveClient, CurveServer
+
         assert options.curve_secretkey is not None
         secret = decode_key(options.curve_secretkey)
         if options.curve_server:
@@ -36,6 +38,8 @@ def make_mechanism(options: Options, *, has_authenticator: bool = False) -> Mech
             b"", decode_key(options.curve_serverkey), decode_key(options.curve_publickey), secret
         )
     if kind == "PLAIN":
+        from ..protocol.plain import PlainClient, PlainServer  # only PLAIN sockets load it
+
         if options.plain_server:
             return PlainServer(b"", options.zap_domain)
         return PlainClient(b"", _raw(options.plain_username), _raw(options.plain_password))

@@ -9,9 +9,13 @@ that refusal sends ERROR 500 so the client learns why instead of seeing the conn
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..protocol.mechanism import AuthRequest, AuthResult
-from .authenticator import AuthHandler
 from .zap import zap_authenticate, zap_handler_socket
+
+if TYPE_CHECKING:  # the authenticator module imports the CURVE crypto; only its type is used
+    from .authenticator import AuthHandler
 
 
 def default_policy(request: AuthRequest) -> AuthResult:

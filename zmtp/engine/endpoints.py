@@ -28,7 +28,7 @@ from ..monitor import (
 from ..protocol.errors import InvalidArgument
 from ..transport import InprocEndpoint, UdpEndpoint, parse_endpoint
 from ..transport.streams import BoundListener, dial, listen, peer_address
-from . import inproc, udp
+from . import inproc
 from .pipe import Pipe
 from .stream import StreamConnection
 
@@ -101,6 +101,8 @@ class Endpoints:
             self.listeners[resolved] = ListenerHandle(resolved)
         elif isinstance(ep, UdpEndpoint):
             try:
+                from . import udp  # only RADIO/DISH use it (import cost, docs/performance.md)
+
                 receiver = await udp.open_receiver(core, ep)  # DISH only (raises otherwise)
             except OSError as exc:
                 core.emit(BindFailed(endpoint, exc.strerror or str(exc)))
@@ -146,6 +148,8 @@ class Endpoints:
         if name in self.dialers:
             raise InvalidArgument(f"already connected to {name!r}")
         if isinstance(ep, UdpEndpoint):
+            from . import udp  # only RADIO/DISH use it (import cost, docs/performance.md)
+
             udp.check_udp(core.socket_type, "connect", ep)  # RADIO only
         strategy = core.strategy
         strategy.prepare_connect(name, routing_id)
@@ -157,6 +161,8 @@ class Endpoints:
         if isinstance(ep, InprocEndpoint):
             inproc.connect(core, ep.name, pipe)
         elif isinstance(ep, UdpEndpoint):
+            from . import udp
+
             core.spawn(udp.run_sender, core, pipe, ep, handle.scope, handle.stopped)
         else:
             core.spawn(self._dial_loop, handle, ep)

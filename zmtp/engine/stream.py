@@ -65,7 +65,6 @@ import anyio
 from anyio.abc import ByteStream, SocketAttribute
 from anyio.lowlevel import checkpoint
 
-from ..auth.policy import authenticate, zap_address
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
 from ..protocol.connection import Connection
 from ..protocol.errors import ProtocolError
@@ -438,6 +437,10 @@ class StreamConnection:
         only hold it); the timer loop keeps running, so the handshake timeout still applies
         and cancels a decision that takes too long.
         """
+        # Imported here: only a server mechanism (or a ZAP domain) asks for a decision, and the
+        # policy brings in ZAP (import time, docs/performance.md).
+        from ..auth.policy import authenticate, zap_address
+
         assert self._auth_request is not None
         request = replace(
             self._auth_request,

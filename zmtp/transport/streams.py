@@ -6,13 +6,11 @@ anyio ``ByteStream`` plus two strings (our endpoint, the peer's address).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import socket
 import struct
-import tempfile
-import uuid
+import sys
 from dataclasses import dataclass
 
 import anyio
@@ -37,6 +35,9 @@ class BoundListener:
         then stays in the kernel's backlog and is refused when the listener closes."""
         raw = self.listener.extra(SocketAttribute.raw_socket, None)
         if raw is None:
+            return
+        asyncio = sys.modules.get("asyncio")  # not imported here: trio needs none of it
+        if asyncio is None:  # nobody imported it, so no asyncio loop is running
             return
         try:
             loop = asyncio.get_running_loop()
@@ -73,6 +74,9 @@ async def listen(endpoint: TcpEndpoint | IpcEndpoint, backlog: int) -> BoundList
         return BoundListener(listener, str(TcpEndpoint(str(local[0]), int(local[1]))))
     path = endpoint.path
     if path == "*":
+        import tempfile  # only for a wildcard ipc path (import cost, docs/performance.md)
+        import uuid
+
         path = os.path.join(tempfile.gettempdir(), f"zmtp-{uuid.uuid4().hex[:12]}.ipc")
     ipc = IpcEndpoint(path)
     unix_listener = await anyio.create_unix_listener(ipc.address, backlog=backlog)
