@@ -89,9 +89,16 @@ class RawPeer:
 
     @classmethod
     async def connect(cls, endpoint: str) -> RawPeer:
-        """Connect to a ``tcp://host:port`` endpoint."""
-        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
-        peer = cls(await anyio.connect_tcp(host.strip("[]"), int(port)))
+        """Connect to a ``tcp://host:port`` or ``ipc://path`` endpoint (``ipc://@name``: the
+        abstract namespace)."""
+        stream: ByteStream
+        if endpoint.startswith("ipc://"):
+            path = endpoint.removeprefix("ipc://")
+            stream = await anyio.connect_unix("\0" + path[1:] if path.startswith("@") else path)
+        else:
+            host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+            stream = await anyio.connect_tcp(host.strip("[]"), int(port))
+        peer = cls(stream)
         peer.endpoint = endpoint
         return peer
 
@@ -312,7 +319,8 @@ async def raw_server(timeout: float | None = TIMEOUT) -> AsyncIterator[RawServer
 
 @asynccontextmanager
 async def raw_client(endpoint: str, timeout: float | None = TIMEOUT) -> AsyncIterator[RawPeer]:
-    """A :class:`RawPeer` connected to a socket bound on ``tcp://host:port``, closed at the end."""
+    """A :class:`RawPeer` connected to a socket bound on ``tcp://host:port`` or ``ipc://path``,
+    closed at the end."""
     peer = await RawPeer.connect(endpoint)
     peer.timeout = timeout
     try:
