@@ -110,6 +110,13 @@ def raw(endpoint: str) -> socket.socket:
     return sock
 
 
+def has_input(fd: int) -> bool:
+    """Whether ``fd`` can be read now (poll: the soak's descriptors go past select's 1024)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def kill(sock: socket.socket) -> None:
     """Close with a reset (SO_LINGER 0): a peer that aborts its connection."""
     with contextlib.suppress(OSError):
@@ -201,7 +208,7 @@ class Driver:
         keep = []
         for peer in self.processes:
             out = peer.proc.stdout
-            readable = out is not None and not peer.ready and select.select([out], [], [], 0)[0]
+            readable = out is not None and not peer.ready and has_input(out.fileno())
             line = out.readline().split() if readable and out is not None else []
             if line[:1] == [b"ready"]:
                 peer.ready = True  # its connections are open and busy
