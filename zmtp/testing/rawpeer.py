@@ -112,8 +112,9 @@ class RawPeer:
 
     @property
     def local_address(self) -> str:
-        """This end's ``"host:port"`` (tcp), as the socket reports it in monitor events'
-        ``peer_address``: which connection an event is about."""
+        """This end's ``"host:port"`` (tcp; the path over ipc). For a peer that connected to a
+        socket, it is that socket's monitor events' ``peer_address``: which connection an event
+        is about."""
         assert self.stream is not None
         address = self.stream.extra(SocketAttribute.local_address)
         if isinstance(address, str):  # ipc: the path
