@@ -106,7 +106,14 @@ def raw(endpoint: str) -> socket.socket:
     else:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(5)
-        sock.connect(endpoint.removeprefix("ipc://"))
+        for _ in range(500):  # a unix socket's full backlog says EAGAIN (tcp's retries SYNs)
+            try:
+                sock.connect(endpoint.removeprefix("ipc://"))
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+        else:
+            raise TimeoutError(f"{endpoint}: the backlog stayed full for 5 s")
     return sock
 
 
