@@ -237,7 +237,9 @@ class Driver:
     def aborted_mid_stream(self) -> None:
         """A connection reset (SO_LINGER 0) mid-stream, when enough peer processes run."""
         self.count("aborted_mid_stream")
-        sock = raw(self.endpoint())
+        sock = self.connect_raw()
+        if sock is None:
+            return
         sock.sendall(GREETING + READY_DEALER + b"\x00\x05hello" * self.rng.randint(1, 200))
         kill(sock)
 
@@ -252,8 +254,19 @@ class Driver:
             dealer.disconnect(endpoint)
         dealer.close()
 
+    def connect_raw(self) -> socket.socket | None:
+        """A raw connection, or None if the victim's backlog stayed full for 5 s (a loaded
+        victim; counted as ``connect-timeout``)."""
+        try:
+            return raw(self.endpoint())
+        except OSError:
+            self.count("connect-timeout")
+            return None
+
     def hostile(self) -> None:
-        sock = raw(self.endpoint())
+        sock = self.connect_raw()
+        if sock is None:
+            return
         what = self.rng.choice(["garbage", "ping-flood", "huge-frame", "silent", "huge-ready"])
         self.count(f"hostile:{what}")
         try:
@@ -363,6 +376,7 @@ class Driver:
                 elapsed = int(seconds - (deadline - time.monotonic()))
                 if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
                     self.report.rss_samples.append((elapsed, stats["rss_kib"]))
+                    print(f"{elapsed} s: {stats}, {self.report.rounds} rounds", file=sys.stderr)
         self.release(everything=True)
         self.reap(everything=True)
         self.check_standing()
