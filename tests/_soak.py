@@ -1,14 +1,16 @@
 """A soak of one zmtp process serving many connections (issue 14): well-behaved DEALERs that
-must get every message echoed, slow readers that never read, peers killed mid-stream (RST),
-reconnecting peers and hostile raw peers (garbage, PING floods, huge frame headers, silent
-half-open connections), all at random, against one ROUTER echo server in a child process, while
-``--connections`` long-lived DEALERs stay connected throughout and keep talking.
+must get every message echoed, slow readers that never read, peer processes SIGKILLed at a
+random moment while their connections stream, flood or stall (tests/_soak_peer.py, raw peers
+of :mod:`zmtp.testing`), reconnecting peers and hostile raw peers (garbage, PING floods, huge
+frame headers, silent half-open connections), all at random, against one ROUTER echo server in
+a child process, while ``--connections`` long-lived DEALERs stay connected throughout and keep
+talking.
 
 Checked: every message a well-behaved peer sent is echoed back to it (none lost); the victim's
 RSS stays bounded; once the load stops, its descriptors, tasks and peers return to their
 baseline (no leak). CI runs a short version (tests/test_hardening_soak.py); the long run:
 
-    python -m tests._soak --backend trio --seconds 600 --connections 1000
+    python -m tests._soak --minutes 10 --connections 1000 --backend trio
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import contextlib
 import json
 import os
 import random
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +49,17 @@ class Report:
     rss_samples: list[tuple[int, int]] = field(default_factory=list)
     final: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
+    #: Peer processes SIGKILLed (the kernel closed their connections mid-stream).
+    killed_processes: int = 0
+    #: Peer processes that exited by themselves (a bug of the peer: they only die by signal).
+    peer_failures: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PeerProcess:
+    proc: subprocess.Popen[bytes]
+    kill_at: float
+    ready: bool = False
 
 
 class Victim:
@@ -91,12 +106,26 @@ def raw(endpoint: str) -> socket.socket:
     else:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(5)
-        sock.connect(endpoint.removeprefix("ipc://"))
+        for _ in range(500):  # a unix socket's full backlog says EAGAIN (tcp's retries SYNs)
+            try:
+                sock.connect(endpoint.removeprefix("ipc://"))
+                break
+            except BlockingIOError:
+                time.sleep(0.01)
+        else:
+            raise TimeoutError(f"{endpoint}: the backlog stayed full for 5 s")
     return sock
 
 
+def has_input(fd: int) -> bool:
+    """Whether ``fd`` can be read now (poll: the soak's descriptors go past select's 1024)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def kill(sock: socket.socket) -> None:
-    """Close with a reset (SO_LINGER 0), as a killed process's kernel would... or near enough."""
+    """Close with a reset (SO_LINGER 0): a peer that aborts its connection."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     sock.close()
@@ -105,8 +134,11 @@ def kill(sock: socket.socket) -> None:
 class Driver:
     """The load: a pool of peers, each doing one random thing per round."""
 
-    def __init__(self, victim: Victim, connections: int, rng: random.Random) -> None:
+    def __init__(
+        self, victim: Victim, connections: int, rng: random.Random, backend: str = "asyncio"
+    ) -> None:
         self.victim = victim
+        self.backend = backend
         self.ctx = zmq.Context()
         self.ctx.set(zmq.MAX_SOCKETS, connections + 1000)  # (libzmq's default is 1023)
         self.rng = rng
@@ -118,6 +150,9 @@ class Driver:
         self.standing_sent: list[list[bytes]] = []
         self.standing_got: list[list[bytes]] = []
         self.churn = 50  #: short-lived peers held open at once (silent, flooding, slow)
+        #: Peer processes alive: each is SIGKILLed a random while after it said ``ready``.
+        self.processes: list[PeerProcess] = []
+        self.max_processes = 4  #: (each is a Python interpreter: the machine has 2 cores)
 
     def endpoint(self) -> str:
         return self.victim.endpoints[self.rng.choice(("tcp", "ipc"))]
@@ -161,8 +196,50 @@ class Driver:
                 break
         self.held.append((time.monotonic() + self.rng.uniform(0.5, 3), dealer))
 
-    def killed_mid_stream(self) -> None:
-        sock = raw(self.endpoint())
+    def peer_process(self) -> None:
+        """Start a peer process (tests/_soak_peer.py) and schedule its SIGKILL."""
+        if len(self.processes) >= self.max_processes:
+            return self.aborted_mid_stream()
+        seed = str(self.rng.randrange(1 << 30))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests._soak_peer", self.backend, self.endpoint(), seed],
+            stdout=subprocess.PIPE,
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+        self.processes.append(PeerProcess(proc, time.monotonic() + 30))
+
+    def reap(self, everything: bool = False) -> None:
+        """SIGKILL the peer processes whose time has come (all of them at the end)."""
+        now = time.monotonic()
+        keep = []
+        for peer in self.processes:
+            out = peer.proc.stdout
+            readable = out is not None and not peer.ready and has_input(out.fileno())
+            line = out.readline().split() if readable and out is not None else []
+            if line[:1] == [b"ready"]:
+                peer.ready = True  # its connections are open and busy
+                for kind in line[1:]:
+                    self.count(f"process:{kind.decode()}")
+                peer.kill_at = now + self.rng.uniform(0.2, 3)
+            if everything or peer.kill_at <= now:
+                if peer.proc.poll() is None:
+                    peer.proc.send_signal(signal.SIGKILL)
+                    self.report.killed_processes += peer.ready
+                if peer.proc.wait(10) != -signal.SIGKILL:
+                    self.report.peer_failures.append(peer.proc.returncode)
+                if out is not None:
+                    out.close()
+            else:
+                keep.append(peer)
+        self.processes = keep
+
+    def aborted_mid_stream(self) -> None:
+        """A connection reset (SO_LINGER 0) mid-stream, when enough peer processes run."""
+        self.count("aborted_mid_stream")
+        sock = self.connect_raw()
+        if sock is None:
+            return
         sock.sendall(GREETING + READY_DEALER + b"\x00\x05hello" * self.rng.randint(1, 200))
         kill(sock)
 
@@ -177,8 +254,19 @@ class Driver:
             dealer.disconnect(endpoint)
         dealer.close()
 
+    def connect_raw(self) -> socket.socket | None:
+        """A raw connection, or None if the victim's backlog stayed full for 5 s (a loaded
+        victim; counted as ``connect-timeout``)."""
+        try:
+            return raw(self.endpoint())
+        except OSError:
+            self.count("connect-timeout")
+            return None
+
     def hostile(self) -> None:
-        sock = raw(self.endpoint())
+        sock = self.connect_raw()
+        if sock is None:
+            return
         what = self.rng.choice(["garbage", "ping-flood", "huge-frame", "silent", "huge-ready"])
         self.count(f"hostile:{what}")
         try:
@@ -257,7 +345,7 @@ class Driver:
         actions = [
             (self.good_peer, 5),
             (self.slow_reader, 1),
-            (self.killed_mid_stream, 2),
+            (self.peer_process, 2),
             (self.reconnecting, 1),
             (self.hostile, 2),
             (self.standing_talk, 3),
@@ -279,6 +367,7 @@ class Driver:
             else:
                 time.sleep(0.01)
             self.release()
+            self.reap()
             if time.monotonic() >= next_stats:
                 stats = victim.stats()
                 self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
@@ -287,7 +376,9 @@ class Driver:
                 elapsed = int(seconds - (deadline - time.monotonic()))
                 if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
                     self.report.rss_samples.append((elapsed, stats["rss_kib"]))
+                    print(f"{elapsed} s: {stats}, {self.report.rounds} rounds", file=sys.stderr)
         self.release(everything=True)
+        self.reap(everything=True)
         self.check_standing()
         # Quiesce: every connection of ours gone (handshake_ivl 3 s bounds the half-open).
         give_up = time.monotonic() + 30
@@ -305,7 +396,7 @@ class Driver:
 def soak(backend: str, seconds: float, connections: int, seed: int) -> Report:
     victim = Victim(backend)
     try:
-        return Driver(victim, connections, random.Random(seed)).run(seconds)
+        return Driver(victim, connections, random.Random(seed), backend).run(seconds)
     finally:
         victim.close()
 
@@ -313,11 +404,14 @@ def soak(backend: str, seconds: float, connections: int, seed: int) -> Report:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
-    parser.add_argument("--seconds", type=float, default=600)
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--minutes", type=float, help="how long the load runs (default 10)")
+    length.add_argument("--seconds", type=float, help="the same, in seconds")
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    report = soak(args.backend, args.seconds, args.connections, args.seed)
+    seconds = args.seconds if args.seconds is not None else 60 * (args.minutes or 10)
+    report = soak(args.backend, seconds, args.connections, args.seed)
     print(json.dumps(report.__dict__, indent=1))
 
 

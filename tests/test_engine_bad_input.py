@@ -12,18 +12,8 @@ import anyio
 import pytest
 
 import zmtp
-from tests.test_engine_helpers import (
-    NULL_GREETING,
-    TIMEOUT,
-    RawPeer,
-    command_frame,
-    linked,
-    message_frames,
-    raw_client,
-    ready_frame,
-    unique_name,
-    wait_event,
-)
+from tests.test_engine_helpers import TIMEOUT, linked, unique_name, wait_event
+from zmtp.testing import RawPeer, raw_client, wire
 
 pytestmark = pytest.mark.anyio
 
@@ -94,16 +84,16 @@ async def test_zmtp_2_greeting_is_refused() -> None:
 @pytest.mark.parametrize(
     ("garbage", "fragment"),
     [
-        (message_frames(b"hello"), "before the handshake"),
+        (wire.message(b"hello"), "before the handshake"),
         (b"\xf0\x05hello", "reserved"),
-        (command_frame(b"READY", b"\x0bSocket-Type\x00\x00\x00\x09PUSH"), "malformed metadata"),
-        (command_frame(b"READY", b""), "Socket-Type"),
+        (wire.command(b"READY", b"\x0bSocket-Type\x00\x00\x00\x09PUSH"), "malformed metadata"),
+        (wire.command(b"READY", b""), "Socket-Type"),
     ],
     ids=["message-before-ready", "reserved-flags", "truncated-property", "no-socket-type"],
 )
 async def test_garbage_after_a_valid_greeting_is_refused(garbage: bytes, fragment: str) -> None:
     async with healthy_pull() as healthy, raw_client(healthy.endpoint) as peer:
-        await peer.send(NULL_GREETING + garbage)
+        await peer.send(wire.NULL_GREETING + garbage)
         event = await failure_of(healthy.monitor, peer)
         assert event.kind == "protocol"
         assert fragment in event.reason
@@ -119,7 +109,7 @@ async def test_oversized_handshake_command_is_refused_at_its_header(announced: i
         raw_client(healthy.endpoint) as peer,
     ):
         start = anyio.current_time()
-        await peer.send(NULL_GREETING + b"\x06" + announced.to_bytes(8, "big"))
+        await peer.send(wire.NULL_GREETING + b"\x06" + announced.to_bytes(8, "big"))
         event = await failure_of(healthy.monitor, peer)
         assert anyio.current_time() - start < 2.0
         assert event.kind == "protocol"
@@ -129,7 +119,7 @@ async def test_oversized_handshake_command_is_refused_at_its_header(announced: i
 
 async def test_peer_error_during_the_handshake_is_reported() -> None:
     async with healthy_pull() as healthy, raw_client(healthy.endpoint) as peer:
-        await peer.send(NULL_GREETING + command_frame(b"ERROR", b"\x0bgo away now"))
+        await peer.send(wire.NULL_GREETING + wire.command(b"ERROR", b"\x0bgo away now"))
         event = await failure_of(healthy.monitor, peer)
         assert event.kind == "peer-error"
         assert "go away now" in event.reason
@@ -143,9 +133,9 @@ async def test_frame_larger_than_max_message_size_drops_the_connection() -> None
     """Checked from the frame header alone; what the peer sent before it is still delivered."""
     async with healthy_pull(max_message_size=1000) as healthy, raw_client(healthy.endpoint) as peer:
         with anyio.fail_after(TIMEOUT):
-            await peer.handshake(b"PUSH")
+            await peer.handshake("PUSH")
         oversized_header = b"\x02" + (2000).to_bytes(8, "big") + b"only the start"
-        await peer.send(message_frames(b"before") + oversized_header)
+        await peer.send(wire.message(b"before") + oversized_header)
         event = await failure_of(healthy.monitor, peer, zmtp.Disconnected)
         assert "2000" in event.reason and "max_message_size" in event.reason
         with anyio.fail_after(TIMEOUT):
@@ -171,8 +161,8 @@ async def test_oversized_message_from_our_own_push_is_refused_by_the_pull() -> N
 async def test_malformed_ping_drops_the_connection() -> None:
     async with healthy_pull() as healthy, raw_client(healthy.endpoint) as peer:
         with anyio.fail_after(TIMEOUT):
-            await peer.handshake(b"PUSH")
-        await peer.send(command_frame(b"PING", b"\x00"))  # the TTL needs two bytes
+            await peer.handshake("PUSH")
+        await peer.send(wire.command(b"PING", b"\x00"))  # the TTL needs two bytes
         event = await failure_of(healthy.monitor, peer, zmtp.Disconnected)
         assert "PING" in event.reason
         await healthy.assert_still_working()
@@ -210,8 +200,8 @@ async def test_wrong_socket_type_peer_is_sent_our_ready_and_an_error() -> None:
     we had to say is flushed before the close, so the peer learns why."""
     async with healthy_pull() as healthy, raw_client(healthy.endpoint) as peer:
         with anyio.fail_after(TIMEOUT):
-            await peer.send(NULL_GREETING + ready_frame(b"PULL"))
-            assert (await peer.receive_exactly(64))[:12] == NULL_GREETING[:12]
+            await peer.send(wire.NULL_GREETING + wire.ready_command("PULL"))
+            assert (await peer.read_exact(64))[:12] == wire.NULL_GREETING[:12]
             name, data = await peer.read_command()
             assert (name, b"Socket-Type" in data, data.endswith(b"PULL")) == (b"READY", True, True)
             assert await peer.read_command() == (b"ERROR", b"\x13Invalid socket type")
@@ -235,7 +225,7 @@ async def test_wrong_socket_type_leaves_other_connections_working() -> None:
 # --------------------------------------------------------------------------- silent clients
 
 
-@pytest.mark.parametrize("sends", [b"", NULL_GREETING], ids=["nothing", "greeting-only"])
+@pytest.mark.parametrize("sends", [b"", wire.NULL_GREETING], ids=["nothing", "greeting-only"])
 async def test_silent_client_fails_the_handshake_with_a_timeout(sends: bytes) -> None:
     async with healthy_pull(handshake_ivl=0.3) as healthy, raw_client(healthy.endpoint) as peer:
         start = anyio.current_time()

@@ -7,17 +7,8 @@ import anyio
 import pytest
 
 import zmtp
-from tests.test_engine_helpers import (
-    TIMEOUT,
-    RawPeer,
-    assert_no_event,
-    linked,
-    message_frames,
-    ping_frame,
-    raw_client,
-    raw_server,
-    wait_event,
-)
+from tests.test_engine_helpers import TIMEOUT, assert_no_event, linked, wait_event
+from zmtp.testing import RawPeer, raw_client, serve_raw_peers, wire
 
 pytestmark = pytest.mark.anyio
 
@@ -45,9 +36,9 @@ async def test_pings_are_sent_every_heartbeat_ivl_with_our_ttl() -> None:
         endpoint = await push.bind("tcp://127.0.0.1:*")
         async with raw_client(endpoint) as peer:
             with anyio.fail_after(TIMEOUT):
-                await peer.handshake(b"PULL")
+                await peer.handshake("PULL")
                 start = anyio.current_time()
-                pings = [await peer.read_raw_command() for _ in range(3)]
+                pings = [await peer.read_raw_frame() for _ in range(3)]
             elapsed = anyio.current_time() - start
         # libzmq's layout: TTL in deciseconds (1.5 s -> 0x000f), no context
         assert pings == [b"\x04\x07\x04PING\x00\x0f"] * 3
@@ -56,13 +47,13 @@ async def test_pings_are_sent_every_heartbeat_ivl_with_our_ttl() -> None:
 
 async def silent_pull(peer: RawPeer) -> None:
     """Completes the handshake as a PULL, then reads (and ignores) everything: never a PONG."""
-    await peer.handshake(b"PULL")
+    await peer.handshake("PULL")
     await peer.wait_closed()
 
 
 async def test_silent_peer_is_dropped_after_the_heartbeat_timeout() -> None:
     async with (
-        raw_server(silent_pull) as endpoint,
+        serve_raw_peers(silent_pull) as endpoint,
         zmtp.Socket(zmtp.PUSH, linger=0, heartbeat_ivl=IVL, heartbeat_timeout=3 * IVL) as push,
     ):
         monitor = push.monitor()
@@ -76,7 +67,7 @@ async def test_silent_peer_is_dropped_after_the_heartbeat_timeout() -> None:
 
 async def test_connecting_side_reconnects_after_a_heartbeat_timeout() -> None:
     async with (
-        raw_server(silent_pull) as endpoint,
+        serve_raw_peers(silent_pull) as endpoint,
         zmtp.Socket(
             zmtp.PUSH, linger=0, heartbeat_ivl=IVL, heartbeat_timeout=IVL, reconnect_ivl=0.01
         ) as push,
@@ -94,10 +85,10 @@ LOL_CONTEXT = b"LOL" + b"z" * 55  # libzmq tests/test_heartbeats.cpp: 58 bytes o
 @pytest.mark.parametrize(
     ("ping", "expected_pong"),
     [
-        (ping_frame(0, b"ctx-1234"), b"\x04\x0d\x04PONGctx-1234"),
-        (ping_frame(0, b""), b"\x04\x05\x04PONG"),
+        (wire.ping(0, b"ctx-1234"), b"\x04\x0d\x04PONGctx-1234"),
+        (wire.ping(0, b""), b"\x04\x05\x04PONG"),
         # the context is echoed up to 16 bytes, like libzmq
-        (ping_frame(0, LOL_CONTEXT), b"\x04\x15\x04PONG" + LOL_CONTEXT[:16]),
+        (wire.ping(0, LOL_CONTEXT), b"\x04\x15\x04PONG" + LOL_CONTEXT[:16]),
     ],
     ids=["context", "no-context", "long-context"],
 )
@@ -109,9 +100,9 @@ async def test_ping_is_answered_with_a_pong_echoing_its_context(
         endpoint = await pull.bind("tcp://127.0.0.1:*")
         async with raw_client(endpoint) as peer:
             with anyio.fail_after(TIMEOUT):
-                await peer.handshake(b"PUSH")
+                await peer.handshake("PUSH")
                 await peer.send(ping)
-                assert await peer.read_raw_command() == expected_pong
+                assert await peer.read_raw_frame() == expected_pong
 
 
 async def test_peer_ping_ttl_followed_by_silence_drops_the_peer() -> None:
@@ -120,8 +111,8 @@ async def test_peer_ping_ttl_followed_by_silence_drops_the_peer() -> None:
         endpoint = await pull.bind("tcp://127.0.0.1:*")
         async with raw_client(endpoint) as peer:
             with anyio.fail_after(TIMEOUT):
-                await peer.handshake(b"PUSH")
-                await peer.send(ping_frame(3))  # TTL 0.3 s, then silence
+                await peer.handshake("PUSH")
+                await peer.send(wire.ping(3))  # TTL 0.3 s, then silence
                 start = anyio.current_time()
                 event = await wait_event(monitor, zmtp.Disconnected)
                 assert "TTL" in event.reason
@@ -138,11 +129,11 @@ async def test_traffic_cancels_a_peer_ping_ttl() -> None:
         endpoint = await pull.bind("tcp://127.0.0.1:*")
         async with raw_client(endpoint) as peer:
             with anyio.fail_after(TIMEOUT):
-                await peer.handshake(b"PUSH")
-                await peer.send(ping_frame(3))
+                await peer.handshake("PUSH")
+                await peer.send(wire.ping(3))
                 for i in range(5):  # 0.5 s of traffic, one message every 0.1 s
                     await anyio.sleep(0.1)  # pacing the peer, not waiting for an outcome
-                    await peer.send(message_frames(b"%d" % i))
+                    await peer.send(wire.message(b"%d" % i))
             await assert_no_event(monitor, zmtp.Disconnected, 0.1)
             with anyio.fail_after(TIMEOUT):
                 assert [await pull.recv() for _ in range(5)] == [b"%d" % i for i in range(5)]

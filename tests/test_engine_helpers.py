@@ -3,9 +3,11 @@
 * endpoints for every transport (``endpoint_for``, the ``transport`` / ``stream_transport``
   fixtures);
 * ``linked(...)``: a bound and a connected socket whose handshakes both completed;
-* ``RawPeer``: a hand-written ZMTP peer on a raw anyio byte stream, for bad input and
-  heartbeat tests. Its wire bytes are spelled out here rather than produced by our encoder, so
-  that an encoder bug cannot hide behind a decoder bug.
+* bounded waits on monitor events (``wait_event``, ``assert_no_event``).
+
+The raw ZMTP peer of the bad-input and heartbeat tests is the public one,
+:class:`zmtp.testing.RawPeer` (with ``raw_client``, ``serve_raw_peers`` and the hand-spelled
+bytes of :mod:`zmtp.testing.wire`), so that an encoder bug cannot hide behind a decoder bug.
 
 Nothing here sleeps to wait for something to happen: waits are on monitor events or on
 received messages, always bounded by ``anyio.fail_after(TIMEOUT)``.
@@ -13,11 +15,9 @@ received messages, always bounded by ``anyio.fail_after(TIMEOUT)``.
 
 from __future__ import annotations
 
-import contextlib
 import socket as pysocket
-import struct
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +25,6 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
-from anyio.abc import ByteStream, SocketAttribute
 
 import zmtp
 
@@ -151,151 +150,6 @@ def ipv6_loopback_available() -> bool:
     except OSError:
         return False
     return True
-
-
-# --------------------------------------------------------------------------- raw ZMTP peer
-
-#: A ZMTP 3.1 greeting with the NULL mechanism, as-server 0 (RFC 37), spelled out byte by byte.
-NULL_GREETING = (
-    b"\xff"
-    + b"\x00" * 8
-    + b"\x7f"  # signature
-    + b"\x03\x01"  # version 3.1
-    + b"NULL"
-    + b"\x00" * 16  # mechanism, zero-padded to 20 bytes
-    + b"\x00"  # as-server
-    + b"\x00" * 31  # filler
-)
-assert len(NULL_GREETING) == 64
-
-#: What a raw stream raises when the other side has gone.
-STREAM_ERRORS = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
-
-COMMAND_FLAG = 0x04
-LONG_FLAG = 0x02
-MORE_FLAG = 0x01
-
-
-def command_frame(name: bytes, data: bytes = b"") -> bytes:
-    """A short command frame (bodies below 256 bytes are all the tests need)."""
-    body = bytes([len(name)]) + name + data
-    assert len(body) < 256
-    return bytes([COMMAND_FLAG, len(body)]) + body
-
-
-def ready_frame(socket_type: bytes, **extra: bytes) -> bytes:
-    """READY with a Socket-Type property (and any extra ones, ``X_Name`` -> ``X-Name``)."""
-    props = {"Socket-Type": socket_type}
-    props.update({name.replace("_", "-"): value for name, value in extra.items()})
-    data = b"".join(
-        bytes([len(k)]) + k.encode() + struct.pack(">I", len(v)) + v for k, v in props.items()
-    )
-    return command_frame(b"READY", data)
-
-
-def ping_frame(ttl_deciseconds: int = 0, context: bytes = b"") -> bytes:
-    return command_frame(b"PING", struct.pack(">H", ttl_deciseconds) + context)
-
-
-def message_frames(*parts: bytes) -> bytes:
-    out = []
-    for i, part in enumerate(parts):
-        more = MORE_FLAG if i < len(parts) - 1 else 0
-        if len(part) < 256:
-            out.append(bytes([more, len(part)]) + part)
-        else:
-            out.append(bytes([more | LONG_FLAG]) + struct.pack(">Q", len(part)) + part)
-    return b"".join(out)
-
-
-class RawPeer:
-    """A raw byte stream with a read buffer: just enough ZMTP to script a peer by hand."""
-
-    def __init__(self, stream: ByteStream) -> None:
-        self.stream = stream
-        self._buf = bytearray()
-
-    @property
-    def local_address(self) -> str:
-        """This end's "host:port", as our socket reports it in monitor events."""
-        host, port = self.stream.extra(SocketAttribute.local_address)[:2]
-        return f"{host}:{port}"
-
-    async def send(self, data: bytes) -> None:
-        await self.stream.send(data)
-
-    async def receive_exactly(self, n: int) -> bytes:
-        while len(self._buf) < n:
-            self._buf += await self.stream.receive()
-        data = bytes(self._buf[:n])
-        del self._buf[:n]
-        return data
-
-    async def read_frame(self) -> tuple[int, bytes]:
-        """(flags, body) of the next frame."""
-        flags, size = await self.receive_exactly(2)
-        if flags & LONG_FLAG:
-            rest = await self.receive_exactly(7)
-            size = struct.unpack(">Q", bytes([size]) + rest)[0]
-        return flags, await self.receive_exactly(size)
-
-    async def read_raw_command(self) -> bytes:
-        """The next frame, which must be a command, exactly as it was on the wire."""
-        flags, body = await self.read_frame()
-        assert flags & COMMAND_FLAG, f"expected a command frame, got flags 0x{flags:02x}"
-        return bytes([flags, len(body)]) + body if len(body) < 256 else body
-
-    async def read_command(self) -> tuple[bytes, bytes]:
-        flags, body = await self.read_frame()
-        assert flags & COMMAND_FLAG, f"expected a command frame, got flags 0x{flags:02x}"
-        n = body[0]
-        return body[1 : 1 + n], body[1 + n :]
-
-    async def handshake(self, socket_type: bytes) -> bytes:
-        """Send our greeting + READY, read the peer's; returns the peer's READY data."""
-        await self.send(NULL_GREETING + ready_frame(socket_type))
-        greeting = await self.receive_exactly(64)
-        assert greeting[:1] == b"\xff" and greeting[10:12] == b"\x03\x01"
-        name, data = await self.read_command()
-        assert name == b"READY"
-        return data
-
-    async def wait_closed(self) -> None:
-        """Read (and discard) until the other side closes the connection."""
-        with contextlib.suppress(*STREAM_ERRORS):
-            while True:
-                await self.stream.receive()
-
-
-@asynccontextmanager
-async def raw_client(endpoint: str) -> AsyncIterator[RawPeer]:
-    """A raw TCP connection to one of our bound sockets."""
-    host, port = tcp_host_port(endpoint)
-    stream = await anyio.connect_tcp(host, port)
-    async with stream:
-        yield RawPeer(stream)
-
-
-@asynccontextmanager
-async def raw_server(
-    handler: Callable[[RawPeer], Awaitable[None]],
-) -> AsyncIterator[str]:
-    """A raw TCP listener on 127.0.0.1; every accepted connection runs ``handler`` (and is
-    closed when it returns). Yields the ``tcp://`` endpoint to connect our socket to."""
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(SocketAttribute.local_port)
-
-    async def serve(stream: ByteStream) -> None:
-        # Our socket may go away at any point (the test ends, it drops a bad peer): that
-        # ends the handler, it is not an error of the test.
-        with contextlib.suppress(*STREAM_ERRORS):
-            async with stream:
-                await handler(RawPeer(stream))
-
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, serve)
-        yield f"tcp://127.0.0.1:{port}"
-        tg.cancel_scope.cancel()
 
 
 async def assert_no_event(

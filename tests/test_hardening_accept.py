@@ -11,9 +11,10 @@ import pytest
 from anyio.abc import ByteStream
 
 import zmtp
-from tests.test_engine_helpers import NULL_GREETING, TIMEOUT, message_frames, ready_frame
+from tests.test_engine_helpers import TIMEOUT
 from tests.test_protocol_helpers import ready_frame as long_ready_frame
 from zmtp.engine.stream import StreamConnection
+from zmtp.testing import wire
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +50,7 @@ async def test_a_finished_connection_is_not_kept_by_the_accept_loop(bind_address
         assert live_connections() == 0
         # A handshaken peer that delivered a message, then left.
         stream = await raw_connect(endpoint)
-        await stream.send(NULL_GREETING + ready_frame(b"PUSH") + message_frames(b"hello"))
+        await stream.send(wire.NULL_GREETING + wire.ready_command("PUSH") + wire.message(b"hello"))
         with anyio.fail_after(TIMEOUT):
             assert await pull.recv() == b"hello"
         await stream.aclose()
@@ -59,7 +60,7 @@ async def test_a_finished_connection_is_not_kept_by_the_accept_loop(bind_address
         # One that left mid-handshake with a 60 KB partial READY buffered.
         stream = await raw_connect(endpoint)
         ready = long_ready_frame({"Socket-Type": b"PUSH", "X-Pad": b"p" * 60_000})
-        partial = (NULL_GREETING + ready)[:-10]
+        partial = (wire.NULL_GREETING + ready)[:-10]
         await stream.send(partial)
         await anyio.sleep(0)  # (the bytes need not be read before the close: either way)
         await stream.aclose()

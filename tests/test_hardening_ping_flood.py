@@ -16,7 +16,8 @@ import anyio
 import pytest
 
 import zmtp
-from tests.test_engine_helpers import NULL_GREETING, TIMEOUT, ping_frame, ready_frame
+from tests.test_engine_helpers import TIMEOUT
+from zmtp.testing import wire
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +43,7 @@ def flooder(endpoint: str) -> socket.socket:
         address = endpoint.removeprefix("ipc://")
     raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     raw.connect(address)
-    raw.sendall(NULL_GREETING + ready_frame(b"PUSH"))
+    raw.sendall(wire.NULL_GREETING + wire.ready_command("PUSH"))
     raw.setblocking(False)
     return raw
 
@@ -60,7 +61,7 @@ async def test_a_ping_flooder_that_never_reads_is_no_longer_read(
             assert await pull.recv() == b"first"
         rss_before = max_rss_mib()
         raw = flooder(endpoint)
-        ping = ping_frame(0, b"c" * 16)  # the largest PONG: 16 bytes of context echoed
+        ping = wire.ping(0, b"c" * 16)  # the largest PONG: 16 bytes of context echoed
         sent = 0
         try:
             start = last_sent = anyio.current_time()

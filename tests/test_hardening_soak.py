@@ -1,6 +1,6 @@
 """The short CI version of the soak (tests/_soak.py; the long run is its command line): one
-ROUTER in its own process serving well-behaved, slow, killed, reconnecting and hostile peers
-at random, on both backends and both tcp and ipc."""
+ROUTER in its own process serving well-behaved, slow, reconnecting and hostile peers and peer
+processes SIGKILLed mid-stream, at random, on both backends and both tcp and ipc."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ def test_a_short_soak_loses_nothing_and_leaks_nothing(backend: str) -> None:
     report = soak(backend, seconds=8, connections=30, seed=14)
     assert report.lost == [], report.lost
     assert report.echoed_ok > 0 and report.kinds.get("hostile", 0) > 0, report.kinds
+    assert report.killed_processes > 0, report.kinds  # peer processes SIGKILLed mid-stream
+    assert report.peer_failures == []  # (the peers themselves only ever die by SIGKILL)
     base, final = report.baseline, report.final
     assert final["peers"] == 0, final
     assert final["fds"] <= base["fds"], (base, final)

@@ -17,8 +17,9 @@ import pytest
 from anyio.abc import ByteStream
 
 import zmtp
-from tests.test_engine_helpers import NULL_GREETING, TIMEOUT, command_frame, ready_frame
+from tests.test_engine_helpers import TIMEOUT
 from zmtp.routing.xpubsub import FORGET_SLICE, XPub
+from zmtp.testing import wire
 
 pytestmark = pytest.mark.anyio
 
@@ -34,12 +35,12 @@ async def raw_sub(endpoint: str) -> ByteStream:
         stream: ByteStream = await anyio.connect_tcp(host, int(port))
     else:
         stream = await anyio.connect_unix(endpoint.removeprefix("ipc://"))
-    await stream.send(NULL_GREETING + ready_frame(b"SUB"))
+    await stream.send(wire.NULL_GREETING + wire.ready_command("SUB"))
     return stream
 
 
 def subscriptions(start: int, stop: int) -> bytes:
-    return b"".join(command_frame(b"SUBSCRIBE", b"t%d" % i) for i in range(start, stop))
+    return b"".join(wire.command(b"SUBSCRIBE", b"t%d" % i) for i in range(start, stop))
 
 
 def strategy_of(sock: zmtp.Socket) -> XPub:
@@ -56,7 +57,7 @@ async def test_a_peer_beyond_max_subscriptions_is_disconnected(bind_address: str
         await good.connect(endpoint)
         greedy = await raw_sub(endpoint)
         # The same topic again does not count; the 11th distinct one is too many.
-        await greedy.send(subscriptions(0, 10) + command_frame(b"SUBSCRIBE", b"t0"))
+        await greedy.send(subscriptions(0, 10) + wire.command(b"SUBSCRIBE", b"t0"))
         await greedy.send(subscriptions(10, 11))
         with anyio.fail_after(TIMEOUT):
             while True:

@@ -15,7 +15,8 @@ import pytest
 from anyio.abc import ByteStream
 
 import zmtp
-from tests.test_engine_helpers import NULL_GREETING, TIMEOUT, command_frame, ready_frame
+from tests.test_engine_helpers import TIMEOUT
+from zmtp.testing import wire
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +44,7 @@ async def raw_xsub(endpoint: str) -> ByteStream:
         stream: ByteStream = await anyio.connect_tcp(host, int(port))
     else:
         stream = await anyio.connect_unix(endpoint.removeprefix("ipc://"))
-    await stream.send(NULL_GREETING + ready_frame(b"XSUB"))
+    await stream.send(wire.NULL_GREETING + wire.ready_command("XSUB"))
     return stream
 
 
@@ -68,7 +69,7 @@ async def test_xpub_holds_a_bounded_amount_for_an_application_that_does_not_read
                     await stream.send(chunk(start))
                     sent = start + CHUNK
                 # A subscription after the flood: applied once the application has read.
-                await stream.send(command_frame(b"SUBSCRIBE", b"topic"))
+                await stream.send(wire.command(b"SUBSCRIBE", b"topic"))
 
             tg.start_soon(send_all)
             # Phase 1: the application reads nothing. The XPUB must stop reading the peer

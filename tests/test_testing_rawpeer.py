@@ -1,15 +1,17 @@
 """``zmtp.testing.RawPeer`` scripting a zmtp socket's peer byte by byte, on both backends: a
 correct handshake and message, then an oversized frame; a ZMTP 2.0 greeting; and connecting to
-a bound socket and reading its frames."""
+a bound socket (tcp and ipc) and reading its frames; serve_raw_peers."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import anyio
 import pytest
 
 import zmtp
 from zmtp.protocol.frames import COMMAND
-from zmtp.testing import RawPeer
+from zmtp.testing import RawPeer, serve_raw_peers
 
 pytestmark = pytest.mark.anyio
 DEADLINE = 30
@@ -52,3 +54,43 @@ async def test_connect_to_a_bound_socket() -> None:
                 await peer.recv_frame()  # READY
                 await push.send(b"to the raw peer")
                 assert await peer.recv_frame() == (0, b"to the raw peer")
+
+
+@pytest.mark.parametrize("transport", ["ipc", "ipc-abstract"])
+async def test_connect_over_ipc(transport: str, tmp_path: Path) -> None:
+    name = f"@zmtp-rawpeer-{id(tmp_path)}" if transport == "ipc-abstract" else f"{tmp_path}/s"
+    async with zmtp.Socket(zmtp.PULL, linger=0) as pull:
+        with anyio.fail_after(DEADLINE):
+            endpoint = await pull.bind(f"ipc://{name}")
+            peer = await RawPeer.connect(endpoint)
+            try:
+                assert (await peer.handshake("PUSH"))["Socket-Type"] == b"PULL"
+                await peer.send(peer.message(b"over ipc"))
+                assert await pull.recv() == b"over ipc"
+            finally:
+                await peer.aclose()
+
+
+async def test_serve_raw_peers_handles_every_connection_and_names_it() -> None:
+    """A reconnecting socket meets the handler twice (on the accepting side, ``local_address``
+    is the listener's own address; on a connecting one, the socket's ``peer_address``: see
+    test_engine_heartbeat.py)."""
+    addresses: list[str] = []
+
+    async def drop_after_handshake(peer: RawPeer) -> None:
+        await peer.handshake("PULL")
+        addresses.append(peer.local_address)
+
+    async with (
+        serve_raw_peers(drop_after_handshake) as endpoint,
+        zmtp.Socket(zmtp.PUSH, linger=0, reconnect_ivl=0.01) as push,
+    ):
+        monitor = push.monitor()
+        await push.connect(endpoint)
+        with anyio.fail_after(DEADLINE):
+            first = await monitor.wait_for(zmtp.Disconnected)
+            await monitor.wait_for(zmtp.HandshakeSucceeded)
+            await monitor.wait_for(zmtp.Disconnected)
+        assert isinstance(first, zmtp.Disconnected)
+        assert len(addresses) >= 2
+        assert set(addresses) == {endpoint.removeprefix("tcp://")}

@@ -2,9 +2,10 @@
 
 * :class:`FaultProxy`: a TCP proxy that cuts, delays, throttles, corrupts, half-closes or pauses
   the connections through it, on asyncio and trio.
-* :class:`RawPeer` (with :func:`raw_server`, :func:`raw_client`): a peer that sends exactly the
-  bytes a test scripts (bad greetings, oversized frames, silence mid-frame, any command) and
-  reads the other side's frames; :mod:`zmtp.testing.wire` spells ZMTP bytes out by hand;
+* :class:`RawPeer` (with :func:`raw_server`, :func:`raw_client`, :func:`serve_raw_peers`): a
+  peer that sends exactly the bytes a test scripts (bad greetings, oversized frames, silence
+  mid-frame, any command) and reads the other side's frames; :mod:`zmtp.testing.wire` spells
+  ZMTP bytes out by hand;
   :mod:`zmtp.testing.tcp_peers`: a ZMTP peer that goes silent after its handshake, and a
   one-shot raw client.
 * :func:`libzmq_peer`: a pyzmq peer of any type and mechanism, in a thread or a subprocess,
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from .faultproxy import DIRECTIONS, FaultProxy
 from .libzmq_peer import LibzmqPeer, libzmq_peer
-from .rawpeer import RawPeer, RawServer, raw_client, raw_server
+from .rawpeer import STREAM_ERRORS, RawPeer, RawServer, raw_client, raw_server, serve_raw_peers
 from .sockets import (
     TIMEOUT,
     bind_endpoint,
@@ -47,6 +48,7 @@ from .tcp_peers import SilentZmtpPeer, raw_exchange, silent_zmtp_peer
 
 __all__ = [
     "DIRECTIONS",
+    "STREAM_ERRORS",
     "TIMEOUT",
     "FaultProxy",
     "LibzmqPeer",
@@ -68,6 +70,7 @@ __all__ = [
     "raw_server",
     "recv_within",
     "send_until_received",
+    "serve_raw_peers",
     "silent_zmtp_peer",
     "tcp_port",
     "unique",

@@ -21,12 +21,14 @@ and trio; every read waits at most :attr:`RawPeer.timeout` seconds (``TimeoutErr
 
 For a socket that connects several times (or a test that accepts many connections),
 :func:`raw_server` yields a :class:`RawServer` whose ``accept()`` returns a new peer each time;
-:func:`raw_client` connects one, closed at the end of its ``async with``.
+:func:`raw_client` connects one, closed at the end of its ``async with``;
+:func:`serve_raw_peers` runs a handler on every connection in the background.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
@@ -89,9 +91,16 @@ class RawPeer:
 
     @classmethod
     async def connect(cls, endpoint: str) -> RawPeer:
-        """Connect to a ``tcp://host:port`` endpoint."""
-        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
-        peer = cls(await anyio.connect_tcp(host.strip("[]"), int(port)))
+        """Connect to a ``tcp://host:port`` or ``ipc://path`` endpoint (``ipc://@name``: the
+        abstract namespace)."""
+        stream: ByteStream
+        if endpoint.startswith("ipc://"):
+            path = endpoint.removeprefix("ipc://")
+            stream = await anyio.connect_unix("\0" + path[1:] if path.startswith("@") else path)
+        else:
+            host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
+            stream = await anyio.connect_tcp(host.strip("[]"), int(port))
+        peer = cls(stream)
         peer.endpoint = endpoint
         return peer
 
@@ -100,6 +109,17 @@ class RawPeer:
             await self.stream.aclose()
         if self._listener is not None:
             await self._listener.aclose()
+
+    @property
+    def local_address(self) -> str:
+        """This end's ``"host:port"`` (tcp; the path over ipc). For a peer that connected to a
+        socket, it is that socket's monitor events' ``peer_address``: which connection an event
+        is about."""
+        assert self.stream is not None
+        address = self.stream.extra(SocketAttribute.local_address)
+        if isinstance(address, str):  # ipc: the path
+            return address
+        return f"{address[0]}:{address[1]}"
 
     # bytes to send
 
@@ -310,9 +330,37 @@ async def raw_server(timeout: float | None = TIMEOUT) -> AsyncIterator[RawServer
         await multi.aclose()
 
 
+#: What reading or writing a raw stream raises once the other side has gone.
+STREAM_ERRORS = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+@asynccontextmanager
+async def serve_raw_peers(
+    handler: Callable[[RawPeer], Awaitable[None]], timeout: float | None = TIMEOUT
+) -> AsyncIterator[str]:
+    """Listen on 127.0.0.1 and run ``handler`` on a :class:`RawPeer` for every connection, in
+    the background, until the ``async with`` ends; yields the ``tcp://`` endpoint.
+
+    For a peer that must keep answering (or keep ignoring) whatever connects, reconnects
+    included, while the test watches the socket. The socket dropping a connection ends that
+    handler quietly (:data:`STREAM_ERRORS`): it is what such tests provoke, not a failure.
+    """
+
+    async def serve(stream: ByteStream) -> None:
+        with contextlib.suppress(*STREAM_ERRORS):
+            async with stream:
+                await handler(RawPeer(stream, timeout=timeout))
+
+    async with raw_server(timeout) as server, anyio.create_task_group() as tg:
+        tg.start_soon(server.listener.serve, serve)
+        yield server.endpoint
+        tg.cancel_scope.cancel()
+
+
 @asynccontextmanager
 async def raw_client(endpoint: str, timeout: float | None = TIMEOUT) -> AsyncIterator[RawPeer]:
-    """A :class:`RawPeer` connected to a socket bound on ``tcp://host:port``, closed at the end."""
+    """A :class:`RawPeer` connected to a socket bound on ``tcp://host:port`` or ``ipc://path``,
+    closed at the end."""
     peer = await RawPeer.connect(endpoint)
     peer.timeout = timeout
     try:
@@ -321,4 +369,12 @@ async def raw_client(endpoint: str, timeout: float | None = TIMEOUT) -> AsyncIte
         await peer.aclose()
 
 
-__all__ = ["TIMEOUT", "RawPeer", "RawServer", "raw_client", "raw_server"]
+__all__ = [
+    "STREAM_ERRORS",
+    "TIMEOUT",
+    "RawPeer",
+    "RawServer",
+    "raw_client",
+    "raw_server",
+    "serve_raw_peers",
+]

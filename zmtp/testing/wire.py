@@ -6,6 +6,7 @@ these checks a socket against the RFCs (RFC 23/37 "Framing", "Commands"), not ag
 * :func:`frame`, :func:`message`, :func:`command`: frames, multipart messages, commands;
 * :func:`properties` / :func:`parse_properties`: the metadata of READY (and INITIATE...);
 * :func:`greeting`, :data:`NULL_GREETING`, :func:`ready_command`: a NULL handshake's bytes;
+* :func:`ping`: a PING with its TTL and context;
 * :func:`count_commands`: how many commands of a name a captured byte stream holds.
 """
 
@@ -82,6 +83,11 @@ def ready_command(socket_type: str) -> bytes:
     return b"\x04" + bytes([len(body)]) + body
 
 
+def ping(ttl_deciseconds: int = 0, context: bytes = b"") -> bytes:
+    """A PING command: the TTL in deciseconds (2 bytes), then the context (RFC 37)."""
+    return command(b"PING", ttl_deciseconds.to_bytes(2, "big") + context)
+
+
 def count_commands(stream: bytes, name: bytes) -> int:
     """How many short command frames named ``name`` appear in a byte stream (flags 0x04, a
     1-byte size, then the length-prefixed name)."""
@@ -100,6 +106,7 @@ __all__ = [
     "greeting",
     "message",
     "parse_properties",
+    "ping",
     "properties",
     "ready_command",
 ]
