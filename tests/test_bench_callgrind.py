@@ -1,6 +1,7 @@
-"""Smoke test of benchmarks/callgrind_fanout.py: its measured program (``--child``: a zmtp PUB
-and pyzmq SUB processes, every message delivered) runs natively here; the valgrind harness
-around it is not run by the suite (minutes under callgrind). Nothing about speed is asserted."""
+"""Smoke tests of benchmarks/callgrind_fanout.py and callgrind_receiver.py: their measured
+programs (``--child``: a zmtp PUB and pyzmq SUB processes, every message delivered; a zmtp PULL
+fed by pyzmq PUSH sockets) run natively here; the valgrind harness around them is not run by
+the suite (minutes under callgrind). Nothing about speed is asserted."""
 
 from __future__ import annotations
 
@@ -23,6 +24,30 @@ def test_callgrind_fanout_child_delivers_everything(backend: str) -> None:
             "300",
             "--subscribers",
             "3",
+            "--backend",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("peers", [1, 4])
+def test_callgrind_receiver_child_receives_everything(backend: str, peers: int) -> None:
+    """benchmarks/callgrind_receiver.py's measured program: a zmtp PULL fed by pyzmq PUSH
+    sockets in another process; it returns only once it has received every message."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "callgrind_receiver.py"),
+            "--child",
+            "--messages",
+            "300",
+            "--peers",
+            str(peers),
             "--backend",
             backend,
         ],

@@ -570,3 +570,39 @@ def test_large_and_small_bodies_in_random_chunks(sizes: list[int], data: st.Data
     wire = encode_messages(batch)
     cuts = data.draw(st.lists(st.integers(0, len(wire)), max_size=20))
     assert feed_at_cuts(wire, cuts) == batch
+
+
+@pytest.mark.parametrize("fast_commands", [False, True])
+def test_messages_only_says_whether_a_feed_returned_commands(fast_commands: bool) -> None:
+    """The connection hands a data-only feed on whole (no per-item sorting), so the flag
+    must be False whenever a command is among the items, wherever in the read it is, and
+    wherever the decoder parsed it (short fast path, general loop, split across reads)."""
+    decoder = FrameDecoder()
+    decoder.fast_commands = fast_commands
+    data = encode_messages([[b"a"], [b"b"]] * 3)
+    ping = encode_command(b"PING", b"\x00\x00")
+    assert decoder.feed(data) == [[b"a"], [b"b"]] * 3
+    assert decoder.messages_only
+    assert (
+        decoder.feed(data + ping + data)
+        == [[b"a"], [b"b"]] * 3 + [Command(b"PING", b"\x00\x00")] + [[b"a"], [b"b"]] * 3
+    )
+    assert not decoder.messages_only
+    assert (
+        decoder.feed(encode_message([b"x", b"y"]) + data)
+        == [[b"x", b"y"]]
+        + [
+            [b"a"],
+            [b"b"],
+        ]
+        * 3
+    )
+    assert decoder.messages_only
+    assert decoder.feed(data + ping[:3]) == [[b"a"], [b"b"]] * 3
+    assert decoder.messages_only
+    assert decoder.feed(ping[3:]) == [Command(b"PING", b"\x00\x00")]
+    assert not decoder.messages_only
+    # A short data frame split across reads is completed by the next feed.
+    assert decoder.feed(data[:5]) == [[b"a"]]
+    assert decoder.feed(data[5:]) == [[b"b"]] + [[b"a"], [b"b"]] * 2
+    assert decoder.messages_only

@@ -43,6 +43,14 @@ _YIELD_EVERY = 256
 #: costs ~0.6-1 us on asyncio, as much as the whole rest of a send. A cancel is therefore seen
 #: within 16 messages, and no message is ever lost to it (see docs/performance.md).
 _CANCEL_CHECK_MASK = 15
+#: ``recv``'s own cadence, wider than ``send``'s: from a non-empty inbox a receive costs
+#: ~0.3 us, and at send's cadence the cancel check and the yield (a whole event-loop pass) cost
+#: the receiver ~25 % of its time per 64 B message (docs/performance.md, optimisation log).
+#: A cancel is seen within 64 receives; 1024 receives are well under a millisecond between
+#: two passes, and a receiver whose inbox runs empty yields anyway. ``send`` keeps 16/256: a
+#: PUB that never blocks must let its writers run before small send HWMs drop messages.
+_RECV_YIELD_EVERY = 1024
+_RECV_CANCEL_CHECK_MASK = 63
 #: ``_held`` when what the next recv owes is an error (see Socket.readable), not a message.
 _HELD_ERROR: Message = []
 
@@ -348,7 +356,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
     async def recv(self) -> bytes:
         """Receive a message and return its only part (raises if it has several)."""
         ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
+        if not ops & _RECV_CANCEL_CHECK_MASK:
             await checkpoint_if_cancelled()
         message = self._held
         if message is not None:
@@ -359,7 +367,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             message = self._strategy.try_recv()
             if message is None:
                 message = await self._recv_blocking()
-            elif ops >= _YIELD_EVERY:
+            elif ops >= _RECV_YIELD_EVERY:
                 self._ops = 0
                 await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
         if len(message) != 1:
@@ -376,7 +384,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         """
         strategy = self._strategy
         ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
+        if not ops & _RECV_CANCEL_CHECK_MASK:
             await checkpoint_if_cancelled()
         message = self._held
         if message is not None:
@@ -386,7 +394,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             return message
         message = strategy.try_recv()
         if message is not None:
-            if ops >= _YIELD_EVERY:
+            if ops >= _RECV_YIELD_EVERY:
                 self._ops = 0
                 await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
             return message

@@ -250,6 +250,9 @@ class Connection:
                 return self._fail(decoder.error.reason, "protocol", before)
             if not items:
                 return []
+            if decoder.messages_only:
+                # Data only (the common read): no PING/PONG or command to pick out.
+                return [MessagesReceived(items)]  # type: ignore[arg-type]
             return self._dispatch(items, now)
         if state is State.CLOSED:
             return []

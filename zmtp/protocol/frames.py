@@ -283,6 +283,7 @@ class FrameDecoder:
         "_want",
         "error",
         "fast_commands",
+        "messages_only",
     )
 
     def __init__(
@@ -307,6 +308,11 @@ class FrameDecoder:
         self._batch: BatchDecode | None = None
         #: Split short command frames on a fast path too (set by Connection.batch_commands).
         self.fast_commands = False
+        #: True when the last :meth:`feed` returned messages only, no :class:`Command`: the
+        #: connection can then hand its list on whole instead of sorting it item by item (the
+        #: receive path's second per-message loop). False whenever a command may be in it
+        #: (CURVE's ``decode_batch`` does not say, so a transform with one counts as "may").
+        self.messages_only = True
         #: Set when ``feed`` met malformed input (see :meth:`feed`).
         self.error: ProtocolError | None = None
 
@@ -347,6 +353,7 @@ class FrameDecoder:
         messages it sent first. The decoder must not be fed again after an error.
         """
         out: list[Item] = []
+        self.messages_only = True
         if self._tail:
             data = self._join_tail(data)
         try:
@@ -403,6 +410,7 @@ class FrameDecoder:
         append = out.append
         if self._batch is not None:
             # Every complete frame in one pass; the loop below takes the incomplete one, if any.
+            self.messages_only = False  # it may have appended commands
             pos, parts = self._batch(buf, 0, parts, out, maxsize)
         # Fast path for the commonest frame: short, single-part, no transform, and no size
         # limit below 255 bytes. It skips every check the general path makes for it.
@@ -411,16 +419,21 @@ class FrameDecoder:
         # socket with an extension: QoS receives a command per message it sent).
         fast_commands = fast and self.fast_commands
         while True:
+            if fast and not parts:
+                # The run of short single-part data frames (flags 0) that makes up most reads,
+                # in a loop of its own: nothing else is checked per frame.
+                limit = end - 1
+                while pos < limit and not buf[pos]:
+                    stop = pos + 2 + buf[pos + 1]
+                    if stop > end:
+                        break
+                    append([buf[pos + 2 : stop]])
+                    pos = stop
             if end - pos < 2:
                 break
             flags = buf[pos]
             if not flags and fast and not parts:
-                stop = pos + 2 + buf[pos + 1]
-                if stop > end:
-                    break
-                append([buf[pos + 2 : stop]])
-                pos = stop
-                continue
+                break  # a short data frame the inner loop left: it is incomplete
             if flags & LONG:
                 if end - pos < 9:
                     break
@@ -436,6 +449,7 @@ class FrameDecoder:
                         break
                     if size and 0 < buf[start] < size:
                         n = start + 1 + buf[start]
+                        self.messages_only = False
                         append(Command(buf[start + 1 : n], buf[n:stop]))
                         pos = stop
                         continue
@@ -461,6 +475,7 @@ class FrameDecoder:
             if flags & COMMAND:
                 if flags & MORE:
                     raise ProtocolError("command frame with the MORE flag set")
+                self.messages_only = False
                 # No "in the middle of a multipart" check: libzmq's heartbeat timer writes a
                 # PING between two frames of a message, and its own decoder carries on
                 # assembling the message. So do we.
@@ -497,6 +512,7 @@ class FrameDecoder:
         if flags & COMMAND:
             if flags & MORE:
                 raise ProtocolError("command frame with the MORE flag set")
+            self.messages_only = False
             out.append(parse_command(body))  # may sit between two frames of a message
         elif flags & MORE:
             self._parts.append(body)

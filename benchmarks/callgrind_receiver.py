@@ -1,0 +1,167 @@
+"""Instructions per received message: a zmtp PULL under valgrind's callgrind, fed by pyzmq.
+
+The receiving side is where zmtp's 64 B PUSH -> PULL gap to pyzmq lies (docs/performance.md,
+issue 15 targets), and on a shared machine its rate moves by 2x while its instruction count
+barely moves. This runs a zmtp PULL (one process, under ``valgrind --tool=callgrind``) against
+one pyzmq process (native, not traced: callgrind follows no children) whose ``--peers`` PUSH
+sockets send ``--messages`` messages in all, round-robin. Each tree runs twice, with M and 2M
+messages; ``(Ir(2M) - Ir(M)) / M`` is the receiver's instructions per message with start-up,
+imports and handshakes cancelled out. Trees are checkouts, as for ``compare_trees.py`` (their
+``zmtp`` is put first on ``PYTHONPATH``); the order alternates between cycles. ``--no-gc``
+turns the cyclic GC off in the receiver (what the GC costs per message).
+
+    .venv/bin/python benchmarks/callgrind_receiver.py --cycles 2 /tmp/before .
+    .venv/bin/python benchmarks/callgrind_receiver.py --peers 100 /tmp/before .
+
+Callgrind slows the receiver ~50x, so it reads full ``read_size`` chunks as the real
+receiver does when it is the bottleneck. The count still varies a little with how reads fall
+(trio more than asyncio); the per-cycle values show how much. Needs valgrind and pyzmq.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+# --------------------------------------------------------------------------- the measured run
+
+
+def _sender(endpoint: str, peers: int, total: int, size: int) -> None:
+    """pyzmq PUSH sockets: all connected, then ``total`` messages round-robin over them."""
+    import zmq
+
+    ctx = zmq.Context()
+    socks = []
+    for _ in range(peers):
+        sock = ctx.socket(zmq.PUSH)
+        sock.sndhwm = 0
+        sock.connect(endpoint)
+        socks.append(sock)
+    for sock in socks:  # one probe per peer: the receiver counts them before the run
+        sock.send(b"p")
+    payload = b"d" * size
+    for i in range(total):
+        socks[i % peers].send(payload)
+    for sock in socks:
+        sock.close(linger=-1)
+    ctx.term()
+
+
+async def _receive(args: argparse.Namespace) -> None:
+    import anyio
+
+    import zmtp
+
+    ctx = multiprocessing.get_context("spawn")
+    async with zmtp.Socket(zmtp.PULL) as pull:
+        endpoint = await pull.bind("tcp://127.0.0.1:*")
+        proc = ctx.Process(target=_sender, args=(endpoint, args.peers, args.messages, args.size))
+        proc.start()
+        with anyio.fail_after(300):
+            for _ in range(args.peers):
+                await pull.recv()
+            if args.no_gc:
+                gc.disable()
+            recv = pull.recv
+            for _ in range(args.messages):
+                await recv()
+        proc.join(60)
+
+
+def child_main(args: argparse.Namespace) -> None:
+    import anyio
+
+    anyio.run(_receive, args, backend=args.backend)
+
+
+# --------------------------------------------------------------------------- the harness
+
+
+def instructions(tree: Path, messages: int, args: argparse.Namespace, tmp: Path) -> int:
+    out = tmp / f"cg-{os.getpid()}-{time.monotonic_ns()}.out"
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        str(HERE),
+        "--child",
+        "--messages",
+        str(messages),
+        "--peers",
+        str(args.peers),
+        "--size",
+        str(args.size),
+        "--backend",
+        args.backend,
+    ] + (["--no-gc"] if args.no_gc else [])
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    subprocess.run(cmd, env=env, check=True, timeout=args.timeout, capture_output=True)
+    match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no instruction total in {out}")
+    out.unlink()
+    return int(match.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trees", nargs="*", type=Path, help="checkouts to compare (default: this)")
+    ap.add_argument("--peers", type=int, default=1, help="PUSH sockets sending")
+    ap.add_argument("--messages", type=int, default=4000, help="M (the second run gets 2M)")
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    ap.add_argument("--cycles", type=int, default=1)
+    ap.add_argument("--no-gc", action="store_true", help="the cyclic GC off in the receiver")
+    ap.add_argument("--timeout", type=float, default=900.0, help="per valgrind run (s)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.size < 1 or args.peers < 1:
+        ap.error("--size and --peers must be >= 1")
+    if args.child:
+        child_main(args)
+        return 0
+    if shutil.which("valgrind") is None:
+        sys.exit("error: valgrind is not installed (apt-get install valgrind)")
+    trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
+    per_message: dict[Path, list[float]] = {t: [] for t in trees}
+    with tempfile.TemporaryDirectory() as tmp:
+        for cycle in range(args.cycles):
+            order = trees if cycle % 2 == 0 else trees[::-1]
+            for tree in order:
+                small = instructions(tree, args.messages, args, Path(tmp))
+                large = instructions(tree, 2 * args.messages, args, Path(tmp))
+                value = (large - small) / args.messages
+                per_message[tree].append(value)
+                print(f"cycle {cycle + 1}: {tree}: {value:,.0f} Ir/msg", file=sys.stderr)
+    gc_note = ", GC off" if args.no_gc else ""
+    print(
+        f"\npyzmq {args.peers} PUSH -> zmtp PULL, {args.size} B, {args.backend}{gc_note}: "
+        f"receiver instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
+    )
+    base = statistics.median(per_message[trees[0]])
+    print(f"| tree | Ir/msg (median) | vs {trees[0].name or trees[0]} | cycles |")
+    print("|---|---:|---:|---|")
+    for tree in trees:
+        values = per_message[tree]
+        med = statistics.median(values)
+        cycles = ", ".join(f"{v:,.0f}" for v in values)
+        print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
