@@ -12,6 +12,10 @@ import pytest
 
 from ._bench_run import BENCHMARKS
 
+# A benchmark run in subprocesses: bounded by its own timeouts, not the suite's 60 s per
+# test (a loaded machine runs it several times slower).
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_callgrind_fanout_child_delivers_everything(backend: str) -> None:

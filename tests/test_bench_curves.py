@@ -20,6 +20,10 @@ from ._bench_run import BENCHMARKS, run_bench
 sys.path.insert(0, str(BENCHMARKS))
 import plots
 
+# A benchmark run in subprocesses: bounded by its own timeouts, not the suite's 60 s per
+# test (a loaded machine runs it several times slower).
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.fixture(scope="module")
 def curves(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

@@ -9,6 +9,10 @@ import pytest
 
 from ._bench_run import run_bench
 
+# A benchmark run in subprocesses: bounded by its own timeouts, not the suite's 60 s per
+# test (a loaded machine runs it several times slower).
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_bench_peers_runs(backend: str, tmp_path: Path) -> None:

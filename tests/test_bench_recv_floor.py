@@ -10,6 +10,10 @@ import pytest
 
 from ._bench_run import BENCHMARKS
 
+# A benchmark run in subprocesses: bounded by its own timeouts, not the suite's 60 s per
+# test (a loaded machine runs it several times slower).
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_recv_floor_prints_every_stage(backend: str) -> None:

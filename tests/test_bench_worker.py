@@ -18,6 +18,10 @@ import pytest
 
 import zmtp_qos
 
+# A benchmark run in subprocesses: bounded by its own timeouts, not the suite's 60 s per
+# test (a loaded machine runs it several times slower).
+pytestmark = pytest.mark.timeout(600)
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_worker.py"
 HAVE_WORKER = hasattr(zmtp_qos, "Worker")
 BARE = ["bare", "bare-sleep"]
