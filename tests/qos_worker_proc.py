@@ -7,9 +7,9 @@ It connects to ``ENDPOINT``, runs ``--concurrency`` tasks that each take a handl
 ``start JOB`` to ``--out``, sleep ``--sleep`` seconds, write ``done JOB`` and answer COMP
 (``JOB`` is the job's first part). With ``--hang`` a task writes ``start JOB`` and never gives
 a verdict (a worker stuck, or about to be killed, with jobs in flight). Every line is flushed
-at once, so a SIGKILL loses nothing that was written; ``got JOB`` also goes to stdout, for a
-test that waits for the jobs to arrive. Not a Worker class: ``zmtp_qos.Worker`` is tested on
-its own.
+at once, so a SIGKILL loses nothing that was written; ``got JOB`` then goes to stdout (after
+its ``start`` line is in the file), for a test that waits for the jobs to arrive. Not a
+Worker class: ``zmtp_qos.Worker`` is tested on its own.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ async def serve(args: argparse.Namespace, out: TextIO) -> None:
             while True:
                 handle = await pull.recv()
                 job = handle.parts[0].decode()
-                print(f"got {job}", flush=True)
                 out.write(f"start {job}\n")
                 out.flush()
+                # After the file line: a test that SIGKILLs us once it has read every `got`
+                # line must find each of those jobs started in the file.
+                print(f"got {job}", flush=True)
                 if args.hang:
                     continue  # no verdict, ever
                 await anyio.sleep(args.sleep)

@@ -193,16 +193,37 @@ class SocketCore:
         await self._linger()
 
     async def _linger(self) -> None:
-        """Wait until every connection has written what was queued for it.
+        """Wait until every connection has written what was queued for it, then for the
+        extension's own linger (a QoS sender's receipts), then for what that queued.
 
         That includes a connect() pipe whose connection is still being made (or re-made): as
         with libzmq, its messages wait for it within the linger time instead of being dropped.
+        With an extension it includes a live connection's queued commands too: the
+        extension's answers (a QoS receiver's ACK or COMP for the message it just took, a
+        sender's CLR) are commands, not outbox messages, and a receiver that closes right
+        after its last recv must still send them (docs/qos-protocol.md §5.3). Without one
+        the only commands are the protocol's own (PONG, SUBSCRIBE): as with libzmq, linger
+        is for messages, so a peer that never reads cannot hold an unbounded close on them.
         """
+        await self._flush_all()
+        if self.extension is not None:
+            await self.extension.linger()
+            await self._flush_all()
+
+    async def _flush_all(self) -> None:
+        """Wait until no live or dialing connection has messages (or, live and with an
+        extension, commands) left to hand to the operating system."""
+        commands = self.extension is not None
 
         def unsent(p: Pipe, dialing: set[Pipe]) -> bool:
             if p.endpoint.startswith("inproc://"):
                 return False  # an inproc "outbox" is already the peer's inbox
-            return (p.connected or p in dialing) and (bool(p.outbox.items) or p.flushing)
+            if not (p.connected or p in dialing):
+                return False
+            if p.outbox.items or p.flushing:
+                return True
+            stream = p.stream
+            return commands and p.connected and stream is not None and stream.unwritten
 
         while True:
             dialing = self.endpoints.dialing_pipes()
@@ -210,8 +231,6 @@ class SocketCore:
                 break
             self._flush_wakeup = anyio.Event()
             await self._flush_wakeup.wait()  # set after every write batch and disconnect
-        if self.extension is not None:
-            await self.extension.linger()
 
     # ------------------------------------------------------------------ monitor
 
