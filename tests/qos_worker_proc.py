@@ -34,9 +34,10 @@ async def serve(args: argparse.Namespace, out: TextIO) -> None:
             while True:
                 handle = await pull.recv()
                 job = handle.parts[0].decode()
-                print(f"got {job}", flush=True)
                 out.write(f"start {job}\n")
                 out.flush()
+                # After the file line: a test that SIGKILLs on the last "got" finds every start.
+                print(f"got {job}", flush=True)
                 if args.hang:
                     continue  # no verdict, ever
                 await anyio.sleep(args.sleep)

@@ -377,30 +377,42 @@ class QoSRuntime(SocketExtension):
                 self.on_command(pipe, command.name, command.data)
             return
         settling = self.settling
-        settle = self.tracker.settle
-        key = state.key
-        entries = self.entries
-        delivered = state.delivered
-        clear = self.level >= 2
-        clrs: list[bytes] = []
-        before = len(entries)
-        settled = 0
+        run: list[bytes] = []  # the data of consecutive settling commands
         for command in commands:
             data = command.data
-            if command.name != settling or len(data) < 1 + DIGEST_SIZE:
-                self.on_command(pipe, command.name, data)
+            if command.name == settling and len(data) >= 1 + DIGEST_SIZE:
+                run.append(data)
                 continue
-            entry = settle(data[1 : 1 + DIGEST_SIZE], key)
+            if run:
+                self._settle_run(pipe, state, run)
+                run = []
+            self.on_command(pipe, command.name, data)  # short ones are ignored there
+        if run:
+            self._settle_run(pipe, state, run)
+
+    def _settle_run(self, pipe: Pipe, state: PeerState, run: list[bytes]) -> None:
+        """Settle a run of ACKs (COMPs) in one tracker call, and queue their CLRs in one."""
+        found = self.tracker.settle_all(state.key, [data[1 : 1 + DIGEST_SIZE] for data in run])
+        entries = self.entries
+        delivered = state.delivered
+        before = len(entries)
+        settled = 0
+        for entry in found:
             if entry is None:
                 continue  # unknown digest: ignored
-            if clear:
-                clrs.append(CLR_PREFIX + data[: 1 + DIGEST_SIZE])
             entries.pop(id(entry.parts), None)
             entry.parts = _SETTLED  # a kept receipt does not keep the message alive
             entry.resolve(delivered)
             settled += 1
-        if clrs:
-            self._send_frames(pipe, clrs)
+        if self.level >= 2:
+            self._send_frames(
+                pipe,
+                [
+                    CLR_PREFIX + data[: 1 + DIGEST_SIZE]
+                    for data, entry in zip(run, found, strict=True)
+                    if entry is not None
+                ],
+            )
         if settled:
             self.delivered += settled
             self._slots_freed(before)
