@@ -255,6 +255,21 @@ def test_pending_take_keeps_write_order_and_per_key_settle() -> None:
     assert tracker.take("p") == []
 
 
+def test_pending_settle_all_is_settle_in_turn() -> None:
+    """A read's run of ACKs settled in one call: FIFO per digest, None for an unknown one."""
+    tracker: PendingTracker[_Entry] = PendingTracker()
+    a1, a2, b, c = (
+        _Entry(d * 8, n) for d, n in ((b"A", "a1"), (b"A", "a2"), (b"B", "b"), (b"C", "c"))
+    )
+    tracker.track_all("p", [a1, b, a2])
+    tracker.track("q", c)
+    found = tracker.settle_all("p", [b"A" * 8, b"Z" * 8, b"A" * 8, b"C" * 8, b"A" * 8, b"B" * 8])
+    assert found == [a1, None, a2, None, None, b]  # c is another key's
+    assert len(tracker) == 1 and tracker.entries("p") == []
+    assert tracker.settle_all("nobody", [b"C" * 8]) == [None]
+    assert tracker.settle_all("q", [b"C" * 8]) == [c] and len(tracker) == 0
+
+
 def test_single_part_fast_path_matches_general_encoding() -> None:
     for part in (b"", b"a" * 255, b"b" * 256, b"c" * 70000):
         expected = xxhash.xxh64_intdigest(digest.wire_encoding([part])).to_bytes(8, "little")

@@ -91,6 +91,31 @@ class PendingTracker(Generic[E]):
         slots[digest] = slot[0] if len(slot) == 1 else slot
         return first
 
+    def settle_all(self, key: Hashable, digests: list[bytes]) -> list[E | None]:
+        """:meth:`settle` for each of ``digests`` under ``key``, in order, in one call (a
+        read's run of ACKs): the oldest entry each, or None for an unknown digest."""
+        slots = self._by_key.get(key)
+        if not slots:
+            return [None] * len(digests)
+        pop = slots.pop
+        found: list[E | None] = []
+        append = found.append
+        settled = 0
+        for digest in digests:
+            slot = pop(digest, None)
+            if slot is None:
+                append(None)
+                continue
+            settled += 1
+            if isinstance(slot, list):
+                first = slot.pop(0)
+                slots[digest] = slot[0] if len(slot) == 1 else slot
+                append(first)
+            else:
+                append(slot)
+        self._count -= settled
+        return found
+
     def take(self, key: Hashable) -> list[E]:
         """Remove and return every entry of ``key``, in write order."""
         slots = self._by_key.pop(key, None)

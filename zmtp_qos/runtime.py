@@ -55,21 +55,30 @@ RECEIVING_TYPES = frozenset({"PULL", "GATHER"})
 SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
 
 
-@dataclass(eq=False, slots=True)
-class Entry:
-    """One message the sender is responsible for until it is settled."""
+class Entry(Receipt):
+    """One message the sender is responsible for until it is settled; it is also the
+    :class:`Receipt` that ``send`` returns (one object per message in flight, not two: fewer
+    allocations and fewer objects for the cyclic GC to walk, docs/performance.md)."""
 
-    parts: Message
-    receipt: Receipt
-    digest: bytes = b""
-    algorithm: str = ""
-    key: object = None  #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
-    retries: int = 0
-    #: When the sweep first found it with no peer to go to (queued on a connect() pipe with
-    #: no connection, or failed over with nobody connected): it is dead-lettered
-    #: ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see :meth:`sweep`).
-    waiting_since: float | None = None
-    seq: int = 0  #: write order, set by the tracker
+    __slots__ = ("algorithm", "digest", "key", "parts", "retries", "seq", "waiting_since")
+
+    def __init__(self, parts: Message) -> None:
+        # Receipt's state, set here rather than through Receipt.__init__ (one call fewer).
+        self._outcome = None
+        self._event = None
+        self._callbacks = None
+        self.observed = False
+        self.parts = parts
+        self.digest = b""
+        self.algorithm = ""
+        #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
+        self.key: object = None
+        self.retries = 0
+        #: When the sweep first found it with no peer to go to (queued on a connect() pipe
+        #: with no connection, or failed over with nobody connected): it is dead-lettered
+        #: ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see :meth:`sweep`).
+        self.waiting_since: float | None = None
+        self.seq = 0  #: write order, set by the tracker
 
 
 def _frame_prefix(name: bytes, data_size: int) -> bytes:
@@ -78,6 +87,8 @@ def _frame_prefix(name: bytes, data_size: int) -> bytes:
 
 
 _NOBODY = Delivered("")
+#: What a delivered entry holds instead of its message (its receipt may be kept for long).
+_SETTLED: Message = []
 CLR = commands.CLR
 
 #: CLR echoes the ACK's (or COMP's) first 9 data bytes (algorithm + digest) as they came.
@@ -305,7 +316,7 @@ class QoSRuntime(SocketExtension):
     def _entry_for(self, message: Message) -> Entry:
         entry = self.entries.get(id(message))
         if entry is None or entry.parts is not message:
-            entry = Entry(message, Receipt())
+            entry = Entry(message)
             self.entries[id(message)] = entry
         return entry
 
@@ -314,15 +325,15 @@ class QoSRuntime(SocketExtension):
     def register(self, message: Message) -> Receipt:
         """The wrapper's send, once :attr:`full` is false: remember ``message`` (the list
         object), which takes one of the ``send_hwm`` slots, and return its receipt."""
-        entry = Entry(message, Receipt())
+        entry = Entry(message)
         self.entries[id(message)] = entry
-        return entry.receipt
+        return entry
 
     def unregister(self, message: Message) -> None:
         """The wrapper's send failed before the socket took ``message`` (timeout, cancel,
         close): forget it and give its slot back."""
         entry = self.entries.get(id(message))
-        if entry is not None and entry.parts is message and not entry.receipt.done:
+        if entry is not None and entry.parts is message and not entry.done:
             self._settled(entry)
 
     def can_receive(self, pipe: Pipe) -> bool:
@@ -366,29 +377,42 @@ class QoSRuntime(SocketExtension):
                 self.on_command(pipe, command.name, command.data)
             return
         settling = self.settling
-        settle = self.tracker.settle
-        key = state.key
-        entries = self.entries
-        delivered = state.delivered
-        clear = self.level >= 2
-        clrs: list[bytes] = []
-        before = len(entries)
-        settled = 0
+        run: list[bytes] = []  # the data of consecutive settling commands
         for command in commands:
             data = command.data
-            if command.name != settling or len(data) < 1 + DIGEST_SIZE:
-                self.on_command(pipe, command.name, data)
+            if command.name == settling and len(data) >= 1 + DIGEST_SIZE:
+                run.append(data)
                 continue
-            entry = settle(data[1 : 1 + DIGEST_SIZE], key)
+            if run:
+                self._settle_run(pipe, state, run)
+                run = []
+            self.on_command(pipe, command.name, data)  # short ones are ignored there
+        if run:
+            self._settle_run(pipe, state, run)
+
+    def _settle_run(self, pipe: Pipe, state: PeerState, run: list[bytes]) -> None:
+        """Settle a run of ACKs (COMPs) in one tracker call, and queue their CLRs in one."""
+        found = self.tracker.settle_all(state.key, [data[1 : 1 + DIGEST_SIZE] for data in run])
+        entries = self.entries
+        delivered = state.delivered
+        before = len(entries)
+        settled = 0
+        for entry in found:
             if entry is None:
                 continue  # unknown digest: ignored
-            if clear:
-                clrs.append(CLR_PREFIX + data[: 1 + DIGEST_SIZE])
             entries.pop(id(entry.parts), None)
-            entry.receipt.resolve(delivered)
+            entry.parts = _SETTLED  # a kept receipt does not keep the message alive
+            entry.resolve(delivered)
             settled += 1
-        if clrs:
-            self._send_frames(pipe, clrs)
+        if self.level >= 2:
+            self._send_frames(
+                pipe,
+                [
+                    CLR_PREFIX + data[: 1 + DIGEST_SIZE]
+                    for data, entry in zip(run, found, strict=True)
+                    if entry is not None
+                ],
+            )
         if settled:
             self.delivered += settled
             self._slots_freed(before)
@@ -431,7 +455,8 @@ class QoSRuntime(SocketExtension):
             if self.level >= 2:
                 self._send_frames(pipe, [CLR_PREFIX + data[: 1 + DIGEST_SIZE]])
             self._settled(entry)
-            entry.receipt.resolve(state.delivered)
+            entry.parts = _SETTLED
+            entry.resolve(state.delivered)
             self.delivered += 1
         elif name == commands.NACK and self.level == 3:
             nack = commands.parse_nack(data)
@@ -463,7 +488,7 @@ class QoSRuntime(SocketExtension):
     def _retry(self, entry: Entry) -> None:
         """Re-send the same bytes to the same anchor, or hold them until it reconnects."""
         self.retrying -= 1
-        if entry.receipt.done:
+        if entry.done:
             return
         assert isinstance(entry.key, bytes)
         anchor = self.anchors.setdefault(entry.key, AnchorState())
@@ -525,7 +550,7 @@ class QoSRuntime(SocketExtension):
                         outbox.get()  # oldest first: the expired ones are at the front
                         expired.append(queued)
         for entry in expired:
-            if entry.receipt.done:
+            if entry.done:
                 continue
             self._settled(entry)
             self.dead_letter(entry, "peer_timeout", "")
@@ -569,10 +594,10 @@ class QoSRuntime(SocketExtension):
         for key in self.tracker.peer_keys():
             self.tracker.take(key)
         self.orphans.clear()
-        leftovers.extend(e for e in self.entries.values() if not e.receipt.done)
+        leftovers.extend(e for e in self.entries.values() if not e.done)
         seen: set[int] = set()
         for entry in leftovers:
-            if id(entry) in seen or entry.receipt.done:
+            if id(entry) in seen or entry.done:
                 continue
             seen.add(id(entry))
             self.entries.pop(id(entry.parts), None)
@@ -602,8 +627,8 @@ class QoSRuntime(SocketExtension):
         letter = DeadLetter(list(entry.parts), reason, peer, error)
         self.dead_lettered += 1
         self._event(QoSDeadLettered("", peer, reason))
-        if entry.receipt.resolve(letter):
-            self.on_dead_letter(letter, entry.receipt)
+        if entry.resolve(letter):
+            self.on_dead_letter(letter, entry)
 
     # ------------------------------------------------------------------ receiving
 

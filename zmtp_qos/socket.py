@@ -35,7 +35,7 @@ from .config import QoSConfig
 from .letters import DeadLetterStream
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
-from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
+from .runtime import RECEIVING_TYPES, SENDING_TYPES, Entry, QoSRuntime
 from .stats import QoSStats
 
 log = logging.getLogger("zmtp_qos")
@@ -64,6 +64,8 @@ class Handle:
     :meth:`reject` yourself. A second verdict raises :class:`VerdictError`.
     """
 
+    __slots__ = ("_decide", "decided", "parts")  # one per message at level 3: no __dict__
+
     def __init__(self, parts: Message, decide: Callable[[int | None, bytes], None]) -> None:
         self.parts = parts
         self._decide = decide
@@ -73,6 +75,9 @@ class Handle:
         if self.decided:
             raise VerdictError("this message already has a verdict")
         self.decided = True
+        self._verdict(code, text)
+
+    def _verdict(self, code: int | None, text: bytes) -> None:
         self._decide(code, text)
 
     def complete(self) -> None:
@@ -98,6 +103,24 @@ class Handle:
             self.complete()
         elif isinstance(exc, Exception):
             self.reject(code_for_exception(exc), str(exc) or type(exc).__name__)
+
+
+class _PipeHandle(Handle):
+    """The handle of a PULL/GATHER message: its verdict goes to the runtime for the pipe and
+    digest it came with. Those are slots, not a closure per message (fewer objects made and
+    walked by the cyclic GC, docs/performance.md)."""
+
+    __slots__ = ("_digest", "_pipe", "_runtime")
+
+    def __init__(self, parts: Message, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+        self.parts = parts
+        self.decided = False
+        self._runtime = runtime
+        self._pipe = pipe
+        self._digest = digest
+
+    def _verdict(self, code: int | None, text: bytes) -> None:
+        self._runtime.verdict(self._pipe, self._digest, code, text)
 
 
 class ReplyHandle(Handle):
@@ -284,11 +307,13 @@ class Socket:
         runtime = self.runtime
         if runtime is None or self._reqrep is not None:
             return await self.send_multipart([data])
-        # send_multipart's tracked path, spelled out: one coroutine fewer per message.
+        # send_multipart's tracked path, spelled out: one coroutine fewer per message, and
+        # runtime.register inlined (the entry is the receipt; one call fewer per message).
         message = [data if type(data) is bytes else bytes(data)]
-        if len(runtime.entries) >= runtime.send_hwm:
+        entries = runtime.entries
+        if len(entries) >= runtime.send_hwm:
             await self._wait_for_slot()
-        receipt = runtime.register(message)
+        receipt = entries[id(message)] = Entry(message)
         try:
             await self.raw.send_prepared(message)
         except BaseException:
@@ -382,11 +407,7 @@ class Socket:
         assert runtime is not None
         if len(self._handles) >= max(self.raw.options.recv_hwm, 1):
             return False
-
-        def decide(code: int | None, text: bytes) -> None:
-            runtime.verdict(pipe, digest, code, text)
-
-        handle = Handle(message, decide)
+        handle = _PipeHandle(message, runtime, pipe, digest)
         self._handles.append(handle)
         timeout = self.config.processing_timeout
         if timeout is not None:
