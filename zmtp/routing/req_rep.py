@@ -139,7 +139,7 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
         self._receiving = False
         self._reply_pipe = self._request = None
 
-    # ------------------------------------------------- extension points (zmtp_qos REQ/REP)
+    # ------------------------------------------------- extension points (a QoS layer's REQ/REP)
 
     @property
     def pending_request(self) -> tuple[Pipe, Message] | None:
@@ -201,7 +201,7 @@ class Rep(FairQueue, RoutingStrategy):
             pipe.send(envelope + parts)
         return True
 
-    # ------------------------------------------------- extension points (zmtp_qos REQ/REP)
+    # ------------------------------------------------- extension points (a QoS layer's REQ/REP)
 
     @property
     def current_request(self) -> tuple[Pipe, Message] | None:
