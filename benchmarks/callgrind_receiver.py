@@ -23,18 +23,16 @@ from __future__ import annotations
 import argparse
 import gc
 import multiprocessing
-import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _callgrind import per_message_by_tree
+
+HERE = Path(__file__).resolve()
 
 # --------------------------------------------------------------------------- the measured run
 
@@ -90,33 +88,6 @@ def child_main(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- the harness
 
 
-def instructions(tree: Path, messages: int, args: argparse.Namespace, tmp: Path) -> int:
-    out = tmp / f"cg-{os.getpid()}-{time.monotonic_ns()}.out"
-    cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        str(HERE),
-        "--child",
-        "--messages",
-        str(messages),
-        "--peers",
-        str(args.peers),
-        "--size",
-        str(args.size),
-        "--backend",
-        args.backend,
-    ] + (["--no-gc"] if args.no_gc else [])
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    subprocess.run(cmd, env=env, check=True, timeout=args.timeout, capture_output=True)
-    match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
-    if match is None:
-        raise RuntimeError(f"no instruction total in {out}")
-    out.unlink()
-    return int(match.group(1))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trees", nargs="*", type=Path, help="checkouts to compare (default: this)")
@@ -137,17 +108,23 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         sys.exit("error: valgrind is not installed (apt-get install valgrind)")
     trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
-    per_message: dict[Path, list[float]] = {t: [] for t in trees}
-    with tempfile.TemporaryDirectory() as tmp:
-        for cycle in range(args.cycles):
-            order = trees if cycle % 2 == 0 else trees[::-1]
-            for tree in order:
-                small = instructions(tree, args.messages, args, Path(tmp))
-                large = instructions(tree, 2 * args.messages, args, Path(tmp))
-                value = (large - small) / args.messages
-                per_message[tree].append(value)
-                print(f"cycle {cycle + 1}: {tree}: {value:,.0f} Ir/msg", file=sys.stderr)
+
+    def child_args(messages: int) -> list[str]:
+        return [
+            "--messages",
+            str(messages),
+            "--peers",
+            str(args.peers),
+            "--size",
+            str(args.size),
+            "--backend",
+            args.backend,
+        ] + (["--no-gc"] if args.no_gc else [])
+
     gc_note = ", GC off" if args.no_gc else ""
+    per_message = per_message_by_tree(
+        HERE, trees, args.messages, child_args, args.cycles, args.timeout
+    )
     print(
         f"\npyzmq {args.peers} PUSH -> zmtp PULL, {args.size} B, {args.backend}{gc_note}: "
         f"receiver instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
