@@ -68,3 +68,27 @@ class DeadLetterStream:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+class DeadLetterStreams:
+    """The open streams of one owner (a QoS socket, a producer): each letter goes to all."""
+
+    def __init__(self) -> None:
+        self._streams: weakref.WeakSet[DeadLetterStream] = weakref.WeakSet()
+
+    def open(self) -> DeadLetterStream:
+        """A new stream, listening from now on."""
+        return DeadLetterStream(self._streams)
+
+    def put(self, letter: DeadLetter) -> bool:
+        """Give ``letter`` to every open stream; False if none is open (nobody looks: the
+        owner logs it instead)."""
+        streams = list(self._streams)
+        for stream in streams:
+            stream.put(letter)
+        return bool(streams)
+
+    def end_all(self) -> None:
+        """The owner has closed: every open stream finishes once it is read."""
+        for stream in list(self._streams):
+            stream.end()

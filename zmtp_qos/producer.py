@@ -22,7 +22,6 @@ job; a task runs only for a resubmission, which is rare.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from anyio.abc import TaskGroup
 import zmtp
 
 from .config import QoSConfig
-from .letters import DeadLetterStream
+from .letters import DeadLetterStream, DeadLetterStreams
 from .results import (
     PEER_TIMEOUT,
     SOCKET_CLOSED,
@@ -162,7 +161,7 @@ class Producer:
         self._outstanding = 0
         self._by_reason: Counter[str] = Counter()
         self._drained: anyio.Event | None = None
-        self._letter_streams: weakref.WeakSet[DeadLetterStream] = weakref.WeakSet()
+        self._letter_streams = DeadLetterStreams()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,8 +192,7 @@ class Producer:
             try:
                 await self.socket.__aexit__(exc_type, exc, tb)
             finally:
-                for stream in list(self._letter_streams):
-                    stream.end()  # an `async for` over it finishes once it is read
+                self._letter_streams.end_all()
 
     async def bind(self, endpoint: str) -> str:
         """Bind the socket (workers connect); returns the resolved endpoint."""
@@ -296,10 +294,7 @@ class Producer:
             self._delivered += 1
         else:
             self._by_reason[outcome.reason] += 1
-            streams = list(self._letter_streams)
-            for stream in streams:
-                stream.put(outcome)
-            if not streams and not job.observed:
+            if not self._letter_streams.put(outcome) and not job.observed:
                 log.warning(
                     "job dead-lettered (%s, peer %s, %d attempt(s)%s): %r",
                     outcome.reason,
@@ -335,7 +330,7 @@ class Producer:
         It listens from this call; every open stream sees every letter, and while one is
         open dead letters are not logged (see :mod:`zmtp_qos.letters`).
         """
-        return DeadLetterStream(self._letter_streams)
+        return self._letter_streams.open()
 
     # ------------------------------------------------------------------ counters
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import weakref
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
@@ -32,7 +31,7 @@ from zmtp.timeouts import call_timeout
 from .codes import TIMEOUT as NACK_TIMEOUT
 from .codes import code_for_exception, cut_text
 from .config import QoSConfig
-from .letters import DeadLetterStream
+from .letters import DeadLetterStream, DeadLetterStreams
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, Entry, QoSRuntime
@@ -168,7 +167,7 @@ class Socket:
             options["identity"] = b"qos-" + os.urandom(8).hex().encode()  # a stable anchor
         self.raw = zmtp.Socket(socket_type, **options)
         self._tg: TaskGroup | None = None
-        self._letter_streams: weakref.WeakSet[DeadLetterStream] = weakref.WeakSet()
+        self._letter_streams = DeadLetterStreams()
         self._handles: deque[Handle] = deque()
         self._handles_wakeup: anyio.Event | None = None
         self._receive_limit: int | None = None
@@ -271,8 +270,7 @@ class Socket:
             finally:
                 if self.runtime is not None:
                     self.runtime.close_out()
-                for stream in list(self._letter_streams):
-                    stream.end()  # an `async for` over it finishes once it is read
+                self._letter_streams.end_all()
 
     async def bind(self, endpoint: str) -> str:
         return await self.raw.bind(endpoint)
@@ -487,13 +485,10 @@ class Socket:
         """Every dead letter of this socket from now on, as they happen: ``async for
         letter in sock.dead_letters():``. It listens from this call (keep the stream while
         you need it; every open stream sees every letter), see :mod:`zmtp_qos.letters`."""
-        return DeadLetterStream(self._letter_streams)
+        return self._letter_streams.open()
 
     def _on_dead_letter(self, letter: DeadLetter, receipt: Receipt) -> None:
-        streams = list(self._letter_streams)
-        for stream in streams:
-            stream.put(letter)
-        if not streams and not receipt.observed:
+        if not self._letter_streams.put(letter) and not receipt.observed:
             peer = letter.peer or "no peer"
             log.warning("dead letter (%s) for %s: %s", letter.reason, peer, _preview(letter.parts))
 
