@@ -18,6 +18,10 @@ Adding one is a module and one line in :data:`SUBCOMMANDS`::
 
 Exit statuses, for every subcommand: 0 success, 1 failure, 2 bad usage or cannot run, 130
 interrupted (Ctrl-C).
+
+Another program made of subcommand modules (a package of its own, a table like
+:data:`SUBCOMMANDS`) gets the same parser and the same exit statuses from
+:func:`run_subcommands`.
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ class Subcommand:
     run: Callable[[argparse.Namespace], int]
 
 
-def load(name: str, module: str) -> Subcommand:
-    """Import ``zmtp.cli.<module>`` and return its subcommand."""
-    mod = importlib.import_module(f"{__name__}.{module}")
+def load(name: str, module: str, package: str = __name__) -> Subcommand:
+    """Import ``<package>.<module>`` (default: a module of ``zmtp.cli``) and return its
+    subcommand."""
+    mod = importlib.import_module(f"{package}.{module}")
     return Subcommand(
         name,
         cast(str, mod.HELP),
@@ -61,16 +66,14 @@ def load(name: str, module: str) -> Subcommand:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
-    parser = argparse.ArgumentParser(
-        prog="zmtp", description="zmtp: a pure-Python ZeroMQ (ZMTP 3.1) stack on anyio."
-    )
-    parser.add_argument("--version", action="version", version=f"zmtp {__version__}")
+def add_subcommands(
+    parser: argparse.ArgumentParser, package: str, table: Sequence[tuple[str, str]]
+) -> argparse.ArgumentParser:
+    """Give ``parser`` one subcommand per ``(name, module)`` of ``table``, in that order; each
+    module of ``package`` has the three names of this package's docstring. Returns ``parser``."""
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in SUBCOMMANDS:
-        command = load(name, module)
+    for name, module in table:
+        command = load(name, module, package)
         sub = subparsers.add_parser(
             command.name,
             help=command.help,
@@ -82,9 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: ``sys.argv[1:]``), run the subcommand, return its exit status."""
-    parser = build_parser()
+def run_subcommands(
+    parser: argparse.ArgumentParser,
+    package: str,
+    table: Sequence[tuple[str, str]],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """A command line made of subcommands: :func:`add_subcommands` to ``parser``, parse
+    ``argv`` (default: ``sys.argv[1:]``), run the chosen one and return its exit status.
+
+    Any program built from subcommand modules shares the ``zmtp`` tool's conventions this way:
+    no subcommand prints the help and gives 2, Ctrl-C gives 130, and a reader that went away
+    (``... | head``) gives 0 without a traceback.
+    """
+    add_subcommands(parser, package, table)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -100,3 +114,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     return status
+
+
+def root_parser() -> argparse.ArgumentParser:
+    """The ``zmtp`` parser before its subcommands: program name, description, ``--version``."""
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="zmtp", description="zmtp: a pure-Python ZeroMQ (ZMTP 3.1) stack on anyio."
+    )
+    parser.add_argument("--version", action="version", version=f"zmtp {__version__}")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``zmtp`` parser, every subcommand of :data:`SUBCOMMANDS` included."""
+    return add_subcommands(root_parser(), __name__, SUBCOMMANDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the subcommand, return its exit status."""
+    return run_subcommands(root_parser(), __name__, SUBCOMMANDS, argv)
