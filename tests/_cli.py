@@ -1,5 +1,7 @@
-"""Running ``zmtp`` subcommands as subprocesses in tests: lines read by threads, waited for with
-a deadline (never a sleep), Ctrl-C as SIGINT."""
+"""Running ``zmtp`` subcommands as subprocesses in tests: to the end (:func:`run_zmtp`,
+:func:`cat`), or alongside the test (:class:`Tool`: lines read by threads, waited for with a
+deadline, never a sleep; Ctrl-C as SIGINT). Also the pyzmq :func:`context` fixture the CLI tests
+talk to their peers with (import it into the test module to use it)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Generous: the machine is shared and loaded.
@@ -20,6 +24,34 @@ DEADLINE = 60.0
 
 def zmtp_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "zmtp", *args]
+
+
+def run_zmtp(*args: str, stdin: str = "", timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``zmtp ARGS`` run to its end from the repository root, ``stdin`` fed to it (empty: the
+    tool sees end of input at once), stdout and stderr captured; any exit status returned."""
+    return subprocess.run(
+        zmtp_command(*args),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def cat(*args: str, stdin: str = "", timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    """``zmtp cat ARGS`` run to its end (see :func:`run_zmtp`)."""
+    return run_zmtp("cat", *args, stdin=stdin, timeout=timeout)
+
+
+@pytest.fixture
+def context() -> Iterator[object]:
+    """A pyzmq context for the test's peers, destroyed (linger 0) when the test ends."""
+    zmq = pytest.importorskip("zmq")
+    ctx = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)
 
 
 class Tool:

@@ -11,15 +11,17 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import _cli
 from tests._cli import ROOT
 
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
+#: The pyzmq context fixture of tests/_cli.py, under the name these tests take it by.
+context = _cli.context
 
 BACKENDS = ["asyncio", "trio"]
 
@@ -76,13 +78,6 @@ SHOUT = textwrap.dedent(
             return Shout(io)
     '''
 )
-
-
-@pytest.fixture
-def context() -> Iterator[object]:
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 @pytest.fixture

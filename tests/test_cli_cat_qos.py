@@ -9,35 +9,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
-from tests._cli import ROOT, Tool, zmtp_command
+from tests import _cli
+from tests._cli import ROOT, Tool, cat
 
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
+#: The pyzmq context fixture of tests/_cli.py, under the name these tests take it by.
+context = _cli.context
 
 BACKENDS = ["asyncio", "trio"]
-
-
-@pytest.fixture
-def context() -> Iterator[object]:
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
-
-
-def cat(*args: str, stdin: str = "", timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        zmtp_command("cat", *args),
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def qos_peer(*args: str) -> Tool:

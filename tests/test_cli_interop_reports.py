@@ -16,27 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from tests._cli import ROOT, run_zmtp
 from zmtp import cli, interop
 from zmtp.interop import CaseContext, CaseFailed, Registry, report
 
 pytestmark = pytest.mark.interop
 
-ROOT = Path(__file__).resolve().parent.parent
 ROW = re.compile(
     r"^(?P<backend>asyncio|trio)\s+(?P<case>\S+)\s+(?P<transport>tcp|ipc)\s+"
     r"(?P<flow>\S+)\s+(?P<binds>zmtp|libzmq)\s+(?P<result>PASS|FAIL|SKIP)\s+"
 )
-
-
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zmtp", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def test_list_prints_the_selected_rows_without_running_them(
@@ -60,7 +49,7 @@ def test_list_prints_the_selected_rows_without_running_them(
 
 def test_json_and_markdown_reports_match_the_table(tmp_path: Path) -> None:
     json_path, md_path = tmp_path / "report.json", tmp_path / "report.md"
-    proc = run_cli("interop", "-k", "REQ->", "--json", str(json_path), "--markdown", str(md_path))
+    proc = run_zmtp("interop", "-k", "REQ->", "--json", str(json_path), "--markdown", str(md_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr == ""  # a pipe: no progress line
     table = [m for line in proc.stdout.splitlines() if (m := ROW.match(line))]

@@ -14,22 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from tests._cli import ROOT, run_zmtp
+
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
 
-ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ["asyncio", "trio"]
 
 
 def probe(*args: str, backend: str = "asyncio") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zmtp", "probe", *args, "--backend", backend],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        check=False,
-    )
+    return run_zmtp("probe", *args, "--backend", backend, timeout=60)
 
 
 KEEP: list[object] = []  # the bound sockets of the running test (a dropped socket closes)

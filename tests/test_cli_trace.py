@@ -8,25 +8,20 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests._cli import ROOT, Tool, zmtp_command
+from tests import _cli
+from tests._cli import ROOT, Tool, run_zmtp, zmtp_command
 
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
+#: The pyzmq context fixture of tests/_cli.py, under the name these tests take it by.
+context = _cli.context
 
 BACKENDS = ["asyncio", "trio"]
 LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{6} #(?P<conn>\d+) (?P<dir>C>S|S>C|--) (?P<text>.*)$")
-
-
-@pytest.fixture
-def context() -> Iterator[object]:
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 def start_trace(upstream: str, *extra: str) -> tuple[Tool, str]:
@@ -174,14 +169,7 @@ def test_trace_plain_subscribe_and_unreachable_server(context: object) -> None:
 
 def test_trace_usage_errors(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            zmtp_command("trace", *args),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=ROOT,
-            check=False,
-        )
+        return run_zmtp("trace", *args, timeout=60)
 
     proc = run("--listen", "tcp://127.0.0.1:*")
     assert proc.returncode == 2 and "needs --listen and --to" in proc.stderr

@@ -9,25 +9,20 @@ import base64
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import _cli
 from tests._cli import ROOT, Tool, zmtp_command
 from zmtp.cli.pcapng import ACK, FIN, MAX_SEGMENT, PSH, SYN, Packet, PcapngWriter, read_packets
 
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
+#: The pyzmq context fixture of tests/_cli.py, under the name these tests take it by.
+context = _cli.context
 
 BACKENDS = ["asyncio", "trio"]
-
-
-@pytest.fixture
-def context() -> Iterator[object]:
-    ctx = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 def streams(packets: list[Packet], client_port: int) -> tuple[bytes, bytes]:

@@ -16,13 +16,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests._cli import run_zmtp
 from zmtp import cli, interop
 from zmtp.crypto import curve_public, z85_decode
 from zmtp.interop import CaseContext, CaseFailed, Registry
 
 pytestmark = pytest.mark.interop
 
-ROOT = Path(__file__).resolve().parent.parent
 ROW = re.compile(
     r"^(?P<backend>asyncio|trio)\s+(?P<case>\S+)\s+(?P<transport>tcp|ipc)\s+"
     r"(?P<flow>zmtp->libzmq|libzmq->zmtp|both)\s+(?P<binds>zmtp|libzmq)\s+"
@@ -66,26 +66,12 @@ OPTION_ROWS = {
 }
 
 
-def run_cli(
-    *args: str, timeout: float = 120, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zmtp", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-        input=stdin,
-    )
-
-
 def rows(output: str) -> list[re.Match[str]]:
     return [m for line in output.splitlines() if (m := ROW.match(line))]
 
 
 def test_cli_interop_passes_every_standard_pair_on_both_backends() -> None:
-    proc = run_cli("interop")
+    proc = run_zmtp("interop")
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     lines = out.splitlines()
@@ -154,14 +140,14 @@ def test_cli_interop_passes_every_standard_pair_on_both_backends() -> None:
 
 
 def test_cli_filters_transport_and_pattern() -> None:
-    proc = run_cli("interop", "--backend", "trio", "--transport", "ipc", "-k", "PAIR")
+    proc = run_zmtp("interop", "--backend", "trio", "--transport", "ipc", "-k", "PAIR")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = rows(proc.stdout)
     assert [(m["backend"], m["case"], m["transport"]) for m in found] == [
         ("trio", "PAIR<->PAIR", "ipc")
     ] * 2
     assert {m["binds"] for m in found} == {"zmtp", "libzmq"}
-    proc = run_cli("interop", "--backend", "asyncio", "--transport", "tcp", "-k", "CURVE-server")
+    proc = run_zmtp("interop", "--backend", "asyncio", "--transport", "tcp", "-k", "CURVE-server")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = rows(proc.stdout)
     assert found and all(m["case"].endswith("[CURVE-server]") for m in found)
@@ -169,12 +155,12 @@ def test_cli_filters_transport_and_pattern() -> None:
 
 
 def test_cli_rejects_bad_arguments() -> None:
-    proc = run_cli("interop", "--transport", "tcp,udp")
+    proc = run_zmtp("interop", "--transport", "tcp,udp")
     assert proc.returncode == 2
     assert "unknown transport(s) udp" in proc.stderr
-    proc = run_cli("interop", "--backend", "curio")
+    proc = run_zmtp("interop", "--backend", "curio")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
-    proc = run_cli()
+    proc = run_zmtp()
     assert proc.returncode == 2 and "interop" in proc.stderr
 
 
@@ -333,7 +319,7 @@ def test_registry_rejects_duplicates_and_bad_rows() -> None:
 
 
 def keygen_pair(*args: str) -> tuple[str, str]:
-    proc = run_cli("keygen", *args)
+    proc = run_zmtp("keygen", *args)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert [line.split(": ", 1)[0] for line in lines] == ["public", "secret"], proc.stdout
@@ -352,7 +338,7 @@ def test_keygen_prints_a_new_consistent_z85_pair() -> None:
 
 
 def test_keygen_json() -> None:
-    proc = run_cli("keygen", "--json")
+    proc = run_zmtp("keygen", "--json")
     assert proc.returncode == 0, proc.stderr
     keys = json.loads(proc.stdout)
     assert set(keys) == {"public", "secret"}
@@ -367,18 +353,18 @@ KNOWN_PUBLIC = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"
 
 def test_keygen_public_of_a_secret() -> None:
     # "--public-of=KEY": a Z85 key may start with "-", which argparse would take for an option.
-    proc = run_cli("keygen", f"--public-of={KNOWN_SECRET}")
+    proc = run_zmtp("keygen", f"--public-of={KNOWN_SECRET}")
     assert (proc.returncode, proc.stdout) == (0, f"public: {KNOWN_PUBLIC}\n"), proc.stderr
     public, secret = keygen_pair()
-    proc = run_cli("keygen", f"--public-of={secret}", "--json")
+    proc = run_zmtp("keygen", f"--public-of={secret}", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"public": public}
-    proc = run_cli("keygen", "--public-of", "-", stdin=secret + "\n")  # kept off the command line
+    proc = run_zmtp("keygen", "--public-of", "-", stdin=secret + "\n")  # kept off the command line
     assert (proc.returncode, proc.stdout) == (0, f"public: {public}\n"), proc.stderr
 
 
 def test_keygen_rejects_a_bad_secret() -> None:
     for bad in ("short", KNOWN_SECRET[:-1] + "~"):  # wrong length; "~" is not Z85
-        proc = run_cli("keygen", f"--public-of={bad}")
+        proc = run_zmtp("keygen", f"--public-of={bad}")
         assert proc.returncode == 2 and proc.stdout == "", proc.stdout
         assert "not a CURVE secret key" in proc.stderr
