@@ -798,6 +798,20 @@ def fmt_ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def fmt_spread(values: Sequence[float]) -> str:
+    """The rounds' spread (see :func:`summarize`) as a percentage; "-" for fewer than two."""
+    return f"{summarize(values)['spread'] * 100:.0f}%" if len(values) > 1 else "-"
+
+
+def fmt_verdict(ratio: float, target: float | None, higher: bool = True) -> str:
+    """`` (met >= 0.5x)`` / `` (MISSED <= 1.1x)``: ``ratio`` against a target, higher or lower
+    being better; "" without a target."""
+    if target is None:
+        return ""
+    met = ratio >= target if higher else ratio <= target
+    return f" ({'met' if met else 'MISSED'} {'>=' if higher else '<='} {target:g}x)"
+
+
 def fmt_us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1000:,.1f}"
 

@@ -45,7 +45,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     LOCALHOST,
     TCP_ANY,
-    BenchError,
     BenchParser,
     Params,
     Role,
@@ -54,14 +53,24 @@ from _common import (
     anyio_role,
     fmt_rate,
     fmt_ratio,
+    fmt_spread,
+    fmt_verdict,
     log,
     percentile,
     render_table,
-    require,
     serve_rounds_async,
     size_label,
     start_peers,
     summarize,
+)
+from _qos_common import (
+    add_round_options,
+    check_round_options,
+    pilot_count,
+    round_settings,
+    serve_idle,
+    settle,
+    timed_rounds,
 )
 
 #: name -> QoS level (None: a plain zmtp.Socket) and whether the process imports zmtp_qos.
@@ -77,7 +86,6 @@ REFERENCE = "plain"
 #: Targets (issue 10): throughput at 64 B as a fraction of level 0, and REQ/REP p50 ratio.
 PUSH_TARGETS = {"qos1": 0.5, "qos2": 0.35, "qos3": 0.35}
 REQ_TARGETS = {"qos1": 1.1}
-BACKENDS = ("asyncio", "trio")
 SETTLE_TIMEOUT = 60.0
 
 
@@ -120,8 +128,6 @@ async def pull_receiver(ctrl: Any, p: Params) -> None:
 
 @anyio_role
 async def push_sender(ctrl: Any, p: Params) -> None:
-    import anyio
-
     # Every message differs (a counter in its first 8 bytes): QoS 2/3 receivers de-duplicate
     # by content digest (docs/qos-protocol.md §3), so repeating one payload would lose messages.
     body = os.urandom(max(0, p["size"] - 8))
@@ -141,13 +147,7 @@ async def push_sender(ctrl: Any, p: Params) -> None:
             target = runtime.delivered + runtime.in_flight
             if last is not None:
                 await last
-            with anyio.fail_after(SETTLE_TIMEOUT):
-                while runtime.delivered < target:  # settled out of order: a few stragglers
-                    if runtime.dead_lettered:
-                        raise BenchError(f"{runtime.dead_lettered} message(s) dead-lettered")
-                    await anyio.sleep(0.001)
-            if runtime.dead_lettered:
-                raise BenchError(f"{runtime.dead_lettered} message(s) dead-lettered")
+            await settle(runtime, target, SETTLE_TIMEOUT)
 
         ctrl.send(("ready", None))
 
@@ -183,12 +183,8 @@ async def rep_server(ctrl: Any, p: Params) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(echo)
-            await serve_rounds_async(ctrl, _no_rounds)
+            await serve_idle(ctrl)
             tg.cancel_scope.cancel()
-
-
-async def _no_rounds(r: Params) -> Params:
-    return {}
 
 
 @anyio_role
@@ -282,13 +278,8 @@ def measure_push(args: Any, res: Result) -> None:
                     elapsed = max(elapsed, data["send_elapsed"])
             return count / elapsed
 
-        pilot = round_(50, 500)
-        count = max(500, min(args.max_count, int(pilot * args.duration)))
-        warmup = max(50, int(count * args.warmup))
-        for i in range(args.repeat):
-            rate = round_(warmup, count)
-            res.rates.append(rate)
-            log(f"    run {i + 1}/{args.repeat}: {fmt_rate(rate)}msgs/s ({count:,})", args.quiet)
+        count = pilot_count(args, round_, 500)
+        timed_rounds(args, res.rates, round_, count, min_warmup=50, unit="msgs")
 
 
 def measure_reqrep(args: Any, res: Result) -> None:
@@ -317,13 +308,6 @@ def measure_reqrep(args: Any, res: Result) -> None:
 # =========================================================================== output
 
 
-def _verdict(ratio: float, target: float | None, higher: bool) -> str:
-    if target is None:
-        return ""
-    met = ratio >= target if higher else ratio <= target
-    return f" ({'met' if met else 'MISSED'} {'>=' if higher else '<='} {target:g}x)"
-
-
 def push_table(results: list[Result]) -> str:
     refs = {(r.backend, r.size): r.value() for r in results if r.variant == REFERENCE}
     rows = []
@@ -335,17 +319,9 @@ def push_table(results: list[Result]) -> str:
         ref = refs.get((r.backend, r.size))
         ratio = fmt_ratio(v / ref) if ref else "-"
         if ref and r.size == 64:
-            ratio += _verdict(v / ref, PUSH_TARGETS.get(r.variant), True)
-        spread = summarize(r.rates)["spread"] if len(r.rates) > 1 else None
+            ratio += fmt_verdict(v / ref, PUSH_TARGETS.get(r.variant))
         rows.append(
-            [
-                r.backend,
-                r.variant,
-                size_label(r.size),
-                fmt_rate(v),
-                ratio,
-                "-" if spread is None else f"{spread * 100:.0f}%",
-            ]
+            [r.backend, r.variant, size_label(r.size), fmt_rate(v), ratio, fmt_spread(r.rates)]
         )
     return render_table(["backend", "variant", "size", "msgs/s", "vs plain", "spread"], rows)
 
@@ -361,7 +337,7 @@ def req_table(results: list[Result]) -> str:
         ref = refs.get(r.backend)
         ratio = "-"
         if ref:
-            ratio = f"{v / ref:.2f}x" + _verdict(v / ref, REQ_TARGETS.get(r.variant), False)
+            ratio = fmt_ratio(v / ref) + fmt_verdict(v / ref, REQ_TARGETS.get(r.variant), False)
         rows.append([r.backend, r.variant, f"{v:.0f}", ratio, f"{len(r.samples):,}"])
     return render_table(["backend", "variant", "p50 us", "vs plain", "round-trips"], rows)
 
@@ -369,33 +345,19 @@ def req_table(results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = BenchParser(__doc__, "Variants: " + ", ".join(VARIANTS) + ". See benchmarks/README.md.")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants")
-    ap.add_argument("--backends", default=",".join(BACKENDS), help="asyncio,trio (default both)")
     ap.add_argument("--sizes", default="64,64k", help="PUSH sizes (default 64,64k)")
     ap.add_argument("--req-size", default="64", help="REQ/REP message size (default 64)")
-    ap.add_argument("--duration", type=float, default=0.5, help="seconds per timed round")
-    ap.add_argument("--repeat", type=int, default=2, help="timed rounds per config and cycle")
-    ap.add_argument("--cycles", type=int, default=1, help="run the whole plan N times in turn")
-    ap.add_argument("--warmup", type=float, default=0.1, help="warm-up fraction of N")
-    ap.add_argument("--hwm", type=int, default=1000, help="send/recv HWM (default 1000)")
-    ap.add_argument("--max-count", type=int, default=2_000_000, help="cap on N per round")
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per child answer")
     ap.add_argument("--no-push", action="store_true", help="skip PUSH -> PULL")
     ap.add_argument("--no-reqrep", action="store_true", help="skip REQ/REP")
-    ap.add_argument("--quick", action="store_true", help="smoke test: --duration 0.05 --repeat 1")
+    add_round_options(ap, duration=0.5, max_count=2_000_000, quick_duration=0.05, unit="config")
     ap.add_harness_options(("receiver", "sender"), "run that role under cProfile")
     args = ap.parse_bench_args(argv)
-    args.stat = "median"
-    if args.quick:
-        args.duration, args.repeat = 0.05, 1
-    if args.repeat < 1 or args.cycles < 1 or args.duration <= 0:
-        ap.error("--repeat and --cycles must be >= 1 and --duration > 0")
+    backends = check_round_options(ap, args)
     variants = ap.names(args.variants, VARIANTS, "variant")
-    backends = ap.names(args.backends, BACKENDS, "backend")
     sizes = ap.sizes(args.sizes)
     if min(sizes) < 8:
         ap.error("--sizes must be >= 8 (each message carries a counter)")
     req_size = ap.sizes(args.req_size)[0]
-    require({b: ("anyio", "trio") if b == "trio" else ("anyio",) for b in backends})
 
     results: list[Result] = []
     plan: list[tuple[str, Result, Any]] = []
@@ -445,13 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         {
             "sizes": sizes,
             "req_size": req_size,
-            "duration": args.duration,
-            "repeat": args.repeat,
-            "cycles": args.cycles,
-            "hwm": args.hwm,
             "variants": variants,
-            "backends": backends,
-            "quick": args.quick,
+            **round_settings(args, backends),
         },
         tables,
         push_targets=PUSH_TARGETS,

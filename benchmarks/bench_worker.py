@@ -57,12 +57,21 @@ from _common import (
     anyio_role,
     fmt_rate,
     fmt_ratio,
-    log,
+    fmt_spread,
+    fmt_verdict,
     render_table,
-    require,
     serve_rounds_async,
     start_peers,
     summarize,
+)
+from _qos_common import (
+    add_round_options,
+    check_round_options,
+    pilot_count,
+    round_settings,
+    serve_idle,
+    settle,
+    timed_rounds,
 )
 
 #: Case kinds: (implementation, handler). The sleep kinds are run once per --scaling value.
@@ -78,7 +87,6 @@ REFERENCE = "bare"
 #: sleeping handler's rate over linear scaling (concurrency x its rate at concurrency 1).
 VS_BARE_TARGET = 0.7
 VS_LINEAR_TARGET = 0.8
-BACKENDS = ("asyncio", "trio")
 SETTLE_TIMEOUT = 120.0
 
 NO_WORKER = (
@@ -114,8 +122,6 @@ def sleeper(seconds: float) -> Any:
 @anyio_role
 async def producer(ctrl: Any, p: Params) -> None:
     """A level-3 PUSH that binds; each round sends N distinct jobs and waits for every COMP."""
-    import anyio
-
     import zmtp
     import zmtp_qos
 
@@ -134,11 +140,7 @@ async def producer(ctrl: Any, p: Params) -> None:
             target = runtime.delivered + runtime.in_flight + n
             for _ in range(n):
                 await send(pack(next(counter)) + body)  # receipts are let go
-            with anyio.fail_after(SETTLE_TIMEOUT):
-                while runtime.delivered < target:
-                    if runtime.dead_lettered:
-                        raise BenchError(f"{runtime.dead_lettered} job(s) dead-lettered")
-                    await anyio.sleep(0.001)
+            await settle(runtime, target, SETTLE_TIMEOUT, "job")
 
         async def run(r: Params) -> Params:
             await burst(r["warmup"])
@@ -170,12 +172,8 @@ async def worker(ctrl: Any, p: Params) -> None:
         else:
             await tg.start(run_worker, p)
         ctrl.send(("ready", None))
-        await serve_rounds_async(ctrl, _no_rounds)
+        await serve_idle(ctrl)
         tg.cancel_scope.cancel()
-
-
-async def _no_rounds(r: Params) -> Params:
-    return {}
 
 
 async def run_bare_loop(p: Params, *, task_status: Any) -> None:
@@ -298,19 +296,8 @@ def measure(args: Any, res: Result) -> None:
         if ideal is not None:  # a sleeping handler: its rate is known in advance
             count = max(20, int(ideal * args.duration))
         else:
-            pilot = round_(50, 300)
-            count = max(300, min(args.max_count, int(pilot * args.duration)))
-        warmup = max(10, int(count * args.warmup))
-        for i in range(args.repeat):
-            rate = round_(warmup, count)
-            res.rates.append(rate)
-            log(f"    run {i + 1}/{args.repeat}: {fmt_rate(rate)}jobs/s ({count:,})", args.quiet)
-
-
-def _verdict(ratio: float, target: float | None) -> str:
-    if target is None:
-        return ""
-    return f" ({'met' if ratio >= target else 'MISSED'} >= {target:g}x)"
+            count = pilot_count(args, round_, 300)
+        timed_rounds(args, res.rates, round_, count, min_warmup=10, unit="jobs")
 
 
 def table(results: list[Result]) -> str:
@@ -332,7 +319,7 @@ def table(results: list[Result]) -> str:
         if ref and KINDS[r.kind][1] != "sleep":
             vs_bare = fmt_ratio(v / ref)
             if r.kind == "worker":
-                vs_bare += _verdict(v / ref, VS_BARE_TARGET)
+                vs_bare += fmt_verdict(v / ref, VS_BARE_TARGET)
         ideal = r.linear()
         vs_ideal = "-" if not ideal else fmt_ratio(v / ideal)
         vs_linear = "-"
@@ -341,8 +328,7 @@ def table(results: list[Result]) -> str:
             linear = one * (r.concurrency or 1)
             vs_linear = fmt_ratio(v / linear)
             if KINDS[r.kind][0] == "worker" and r.concurrency != 1:
-                vs_linear += _verdict(v / linear, VS_LINEAR_TARGET)
-        spread = summarize(r.rates)["spread"] if len(r.rates) > 1 else None
+                vs_linear += fmt_verdict(v / linear, VS_LINEAR_TARGET)
         rows.append(
             [
                 r.backend,
@@ -353,7 +339,7 @@ def table(results: list[Result]) -> str:
                 vs_bare,
                 vs_ideal,
                 vs_linear,
-                "-" if spread is None else f"{spread * 100:.0f}%",
+                fmt_spread(r.rates),
             ]
         )
     headers = ["backend", "case", "concurrency", "threads", "jobs/s", "vs bare", "vs ideal"]
@@ -363,7 +349,6 @@ def table(results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = BenchParser(__doc__, "Cases: " + ", ".join(KINDS) + ". See benchmarks/README.md.")
     ap.add_argument("--cases", default=",".join(KINDS), help="comma-separated case kinds")
-    ap.add_argument("--backends", default=",".join(BACKENDS), help="asyncio,trio (default both)")
     ap.add_argument(
         "--scaling", default="1,10,100", help="concurrencies of the *-sleep cases (1,10,100)"
     )
@@ -373,34 +358,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--threads", type=int, default=4, help="worker-sync: threads (default 4)")
     ap.add_argument("--size", type=int, default=64, help="job size in bytes (>= 8, default 64)")
-    ap.add_argument("--duration", type=float, default=1.0, help="seconds per timed round")
-    ap.add_argument("--repeat", type=int, default=2, help="timed rounds per case and cycle")
-    ap.add_argument("--cycles", type=int, default=1, help="run the whole plan N times in turn")
-    ap.add_argument("--warmup", type=float, default=0.1, help="warm-up fraction of N")
-    ap.add_argument("--hwm", type=int, default=1000, help="send/recv HWM (default 1000)")
-    ap.add_argument("--max-count", type=int, default=200_000, help="cap on N per round")
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per child answer")
-    ap.add_argument("--quick", action="store_true", help="smoke test: --duration 0.1 --repeat 1")
+    add_round_options(ap, duration=1.0, max_count=200_000, quick_duration=0.1, unit="case")
     ap.add_harness_options(
         ("producer", "worker"), "run that process under cProfile (its top functions printed)"
     )
     args = ap.parse_bench_args(argv)
-    args.stat = "median"
-    if args.quick:
-        args.duration, args.repeat = 0.1, 1
-    if args.repeat < 1 or args.cycles < 1 or args.duration <= 0 or args.sleep <= 0:
-        ap.error("--repeat and --cycles must be >= 1, --duration and --sleep > 0")
+    backends = check_round_options(ap, args)
+    if args.sleep <= 0:
+        ap.error("--sleep must be > 0")
     if args.size < 8:
         ap.error("--size must be >= 8 (each job carries a counter)")
     kinds = ap.names(args.cases, KINDS, "case")
-    backends = ap.names(args.backends, BACKENDS, "backend")
     try:
         scaling = [int(c) for c in args.scaling.split(",") if c.strip()]
     except ValueError:
         ap.error(f"--scaling takes comma-separated integers, not {args.scaling!r}")
     if not scaling or min(scaling) < 1:
         ap.error("--scaling needs concurrencies >= 1")
-    require({b: ("anyio", "trio") if b == "trio" else ("anyio",) for b in backends})
     wanted = [k for k in kinds if KINDS[k][0] == "worker"]
     if wanted:
         import zmtp_qos
@@ -437,17 +411,12 @@ def main(argv: list[str] | None = None) -> int:
         "worker",
         {
             "cases": kinds,
-            "backends": backends,
             "scaling": scaling,
             "sleep": args.sleep,
             "concurrency": args.concurrency,
             "threads": args.threads,
             "size": args.size,
-            "duration": args.duration,
-            "repeat": args.repeat,
-            "cycles": args.cycles,
-            "hwm": args.hwm,
-            "quick": args.quick,
+            **round_settings(args, backends),
         },
         tables,
         targets={"vs_bare": VS_BARE_TARGET, "vs_linear": VS_LINEAR_TARGET},
