@@ -16,6 +16,19 @@ from zmtp.cli import run_subcommands
 TABLE = [("echo", "_subcommand_echo")]
 
 
+def python(*args: str) -> subprocess.CompletedProcess[str]:
+    """This interpreter in a child process, from the repository root (``tests`` importable)."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+
+
 def run(*argv: str) -> int:
     return run_subcommands(argparse.ArgumentParser(prog="demo"), "tests", TABLE, list(argv))
 
@@ -53,15 +66,7 @@ def test_a_reader_gone_away_exits_0_quietly() -> None:
         "sys.exit(run_subcommands(argparse.ArgumentParser(prog='demo'), 'tests',\n"
         f"    {TABLE!r}, ['echo', '--raise', 'broken-pipe']))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    proc = python("-c", script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
 
@@ -69,13 +74,6 @@ def test_a_reader_gone_away_exits_0_quietly() -> None:
 def test_the_zmtp_tool_and_another_program_share_the_help_layout() -> None:
     """Both command lines come out of the same helper: same usage line shape, same exit 2."""
     for module, prog in (("zmtp", "zmtp"), ("zmtp_qos", "python -m zmtp_qos")):
-        proc = subprocess.run(
-            [sys.executable, "-m", module],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        proc = python("-m", module)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith(f"usage: {prog} ") and "COMMAND ..." in proc.stderr
