@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.test_protocol_helpers import split_frames
+from tests.test_protocol_helpers import shuttle, split_frames
 from zmtp.crypto import BoxBackend, curve_keypair, decode_key, get_backend, nacl_available
 from zmtp.protocol import Connection, Event, HandshakeComplete, State
 from zmtp.protocol.curve import CurveClient, CurveServer
@@ -56,14 +56,8 @@ def pump_auth(
                         continue
                     answered.add(id(event))
                     events += conn.complete_authentication(decide(event.request), now)
-        to_b = a.data_to_send()
-        to_a = b.data_to_send()
-        if not to_a and not to_b:
+        if not shuttle(a, b, events_a, events_b, now):
             return events_a, events_b
-        if to_b:
-            events_b += b.receive_data(to_b, now)
-        if to_a:
-            events_a += a.receive_data(to_a, now)
 
 
 def curve_client(

@@ -54,19 +54,29 @@ def peer_ready(socket_type: str, identity: bytes | None = None) -> bytes:
     return ready_frame(props)
 
 
+def shuttle(
+    a: Connection, b: Connection, events_a: list[Event], events_b: list[Event], now: float
+) -> bool:
+    """One pass of :func:`pump`: what each side has to send goes to the other, the events it
+    causes appended to that side's list; False when both sides were quiet."""
+    to_b = a.data_to_send()
+    to_a = b.data_to_send()
+    if not to_a and not to_b:
+        return False
+    if to_b:
+        events_b += b.receive_data(to_b, now)
+    if to_a:
+        events_a += a.receive_data(to_a, now)
+    return True
+
+
 def pump(a: Connection, b: Connection, now: float = 0.0) -> tuple[list[Event], list[Event]]:
     """Shuttle bytes between two connections until both are quiet; events seen by each."""
     events_a: list[Event] = []
     events_b: list[Event] = []
-    while True:
-        to_b = a.data_to_send()
-        to_a = b.data_to_send()
-        if not to_a and not to_b:
-            return events_a, events_b
-        if to_b:
-            events_b += b.receive_data(to_b, now)
-        if to_a:
-            events_a += a.receive_data(to_a, now)
+    while shuttle(a, b, events_a, events_b, now):
+        pass
+    return events_a, events_b
 
 
 def handshake_pair(
