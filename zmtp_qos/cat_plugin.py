@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from zmtp.cli.cat_plugins import CatError, CatHooks, CatIO, CatPlugin
+from zmtp.cli.common import number_option
 
 from .config import QoSConfig
 from .results import DeadLetter, DeadLetterError, NackError, Receipt
@@ -30,14 +31,7 @@ from .socket import Handle, Socket
 KEEP_RECEIPTS = 1024
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return value
+_seconds = number_option(float, "a number of seconds", minimum=0, exclusive=True)
 
 
 class QoSCatPlugin(CatPlugin):

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from zmtp.cli.cat import CatError, read_certificate
-from zmtp.cli.common import add_backend_argument, run_on
+from zmtp.cli.common import add_backend_argument, number_option, run_on
 from zmtp.errors import ZMTPError
 
 HELP = "run a job worker: a QoS 3 PULL that calls MODULE:FUNCTION for every job"
@@ -36,24 +36,8 @@ class UsageProblem(Exception):
     """Something on the command line that cannot work (exit status 2)."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return value
+_positive_int = number_option(int, "an integer", minimum=1)
+_seconds = number_option(float, "a number of seconds", minimum=0, exclusive=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -42,7 +42,7 @@ from .cat_plugins import (
     load_plugins,
     warn,
 )
-from .common import add_backend_argument, run_on, until_interrupted
+from .common import add_backend_argument, number_option, run_on, until_interrupted
 from .formats import FORMATS, FormatError, decode, encode
 
 HELP = "a socket of any type on the command line: stdin to messages, messages to stdout"
@@ -61,14 +61,7 @@ def _socket_type(text: str) -> str:
     return name
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
+_seconds = number_option(float, "a number of seconds", minimum=0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,11 +1,13 @@
-"""What several subcommands share: the ``--backend`` option, running a coroutine on it, and
-opening a raw byte stream to an endpoint (the tools that speak the wire themselves)."""
+"""What several subcommands share: the ``--backend`` option, running a coroutine on it, numeric
+options with a lower bound (:func:`number_option`), and opening a raw byte stream to an
+endpoint (the tools that speak the wire themselves)."""
 
 from __future__ import annotations
 
 import argparse
 import signal
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import anyio
 from anyio.abc import ByteStream
@@ -14,6 +16,28 @@ from ..transport.endpoint import IpcEndpoint, TcpEndpoint, parse_endpoint
 from ..transport.streams import dial
 
 BACKENDS = ("asyncio", "trio")
+
+Number = TypeVar("Number", int, float)
+
+
+def number_option(
+    convert: Callable[[str], Number], what: str, *, minimum: float, exclusive: bool = False
+) -> Callable[[str], Number]:
+    """An argparse ``type=`` for a number: ``convert(text)`` (``int``, ``float``), at least
+    ``minimum`` (above it if ``exclusive``). Anything else is a usage error that says why:
+    ``not WHAT: 'text'`` or ``must be >= MINIMUM`` (NaN is never in range)."""
+    bound = f"must be {'>' if exclusive else '>='} {minimum:g}"
+
+    def parse(text: str) -> Number:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not (value > minimum if exclusive else value >= minimum):
+            raise argparse.ArgumentTypeError(bound)
+        return value
+
+    return parse
 
 
 def add_backend_argument(parser: argparse.ArgumentParser) -> None:

@@ -26,6 +26,7 @@ from ..interop import (
 from ..interop.common import InteropUnavailable
 from ..interop.registry import Case
 from ..interop.runner import OnFinish, Result, RunInfo, run_check
+from .common import number_option
 
 HELP = "live interop check against libzmq (needs pyzmq: pip install 'zmtp[test]')"
 
@@ -102,24 +103,8 @@ def _transport_list(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
+_positive_float = number_option(float, "a number", minimum=0, exclusive=True)
+_count = number_option(int, "an integer", minimum=0)
 
 
 def run(args: argparse.Namespace, registry: Registry = REGISTRY) -> int:
