@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _qos_common as rounds
 from _common import (
     LOCALHOST,
     TCP_ANY,
@@ -62,15 +63,6 @@ from _common import (
     size_label,
     start_peers,
     summarize,
-)
-from _qos_common import (
-    add_round_options,
-    check_round_options,
-    pilot_count,
-    round_settings,
-    serve_idle,
-    settle,
-    timed_rounds,
 )
 
 #: name -> QoS level (None: a plain zmtp.Socket) and whether the process imports zmtp_qos.
@@ -147,7 +139,7 @@ async def push_sender(ctrl: Any, p: Params) -> None:
             target = runtime.delivered + runtime.in_flight
             if last is not None:
                 await last
-            await settle(runtime, target, SETTLE_TIMEOUT)
+            await rounds.settle(runtime, target, SETTLE_TIMEOUT)
 
         ctrl.send(("ready", None))
 
@@ -183,7 +175,7 @@ async def rep_server(ctrl: Any, p: Params) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(echo)
-            await serve_idle(ctrl)
+            await rounds.serve_idle(ctrl)
             tg.cancel_scope.cancel()
 
 
@@ -278,8 +270,8 @@ def measure_push(args: Any, res: Result) -> None:
                     elapsed = max(elapsed, data["send_elapsed"])
             return count / elapsed
 
-        count = pilot_count(args, round_, 500)
-        timed_rounds(args, res.rates, round_, count, min_warmup=50, unit="msgs")
+        count = rounds.pilot_count(args, round_, 500)
+        rounds.timed_rounds(args, res.rates, round_, count, min_warmup=50, unit="msgs")
 
 
 def measure_reqrep(args: Any, res: Result) -> None:
@@ -349,10 +341,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--req-size", default="64", help="REQ/REP message size (default 64)")
     ap.add_argument("--no-push", action="store_true", help="skip PUSH -> PULL")
     ap.add_argument("--no-reqrep", action="store_true", help="skip REQ/REP")
-    add_round_options(ap, duration=0.5, max_count=2_000_000, quick_duration=0.05, unit="config")
+    rounds.add_round_options(
+        ap, duration=0.5, max_count=2_000_000, quick_duration=0.05, unit="config"
+    )
     ap.add_harness_options(("receiver", "sender"), "run that role under cProfile")
     args = ap.parse_bench_args(argv)
-    backends = check_round_options(ap, args)
+    backends = rounds.check_round_options(ap, args)
     variants = ap.names(args.variants, VARIANTS, "variant")
     sizes = ap.sizes(args.sizes)
     if min(sizes) < 8:
@@ -408,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             "sizes": sizes,
             "req_size": req_size,
             "variants": variants,
-            **round_settings(args, backends),
+            **rounds.round_settings(args, backends),
         },
         tables,
         push_targets=PUSH_TARGETS,

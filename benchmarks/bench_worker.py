@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _qos_common as rounds
 from _common import (
     LOCALHOST,
     TCP_ANY,
@@ -63,15 +64,6 @@ from _common import (
     serve_rounds_async,
     start_peers,
     summarize,
-)
-from _qos_common import (
-    add_round_options,
-    check_round_options,
-    pilot_count,
-    round_settings,
-    serve_idle,
-    settle,
-    timed_rounds,
 )
 
 #: Case kinds: (implementation, handler). The sleep kinds are run once per --scaling value.
@@ -140,7 +132,7 @@ async def producer(ctrl: Any, p: Params) -> None:
             target = runtime.delivered + runtime.in_flight + n
             for _ in range(n):
                 await send(pack(next(counter)) + body)  # receipts are let go
-            await settle(runtime, target, SETTLE_TIMEOUT, "job")
+            await rounds.settle(runtime, target, SETTLE_TIMEOUT, "job")
 
         async def run(r: Params) -> Params:
             await burst(r["warmup"])
@@ -172,7 +164,7 @@ async def worker(ctrl: Any, p: Params) -> None:
         else:
             await tg.start(run_worker, p)
         ctrl.send(("ready", None))
-        await serve_idle(ctrl)
+        await rounds.serve_idle(ctrl)
         tg.cancel_scope.cancel()
 
 
@@ -296,8 +288,8 @@ def measure(args: Any, res: Result) -> None:
         if ideal is not None:  # a sleeping handler: its rate is known in advance
             count = max(20, int(ideal * args.duration))
         else:
-            count = pilot_count(args, round_, 300)
-        timed_rounds(args, res.rates, round_, count, min_warmup=10, unit="jobs")
+            count = rounds.pilot_count(args, round_, 300)
+        rounds.timed_rounds(args, res.rates, round_, count, min_warmup=10, unit="jobs")
 
 
 def table(results: list[Result]) -> str:
@@ -358,12 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--threads", type=int, default=4, help="worker-sync: threads (default 4)")
     ap.add_argument("--size", type=int, default=64, help="job size in bytes (>= 8, default 64)")
-    add_round_options(ap, duration=1.0, max_count=200_000, quick_duration=0.1, unit="case")
+    rounds.add_round_options(ap, duration=1.0, max_count=200_000, quick_duration=0.1, unit="case")
     ap.add_harness_options(
         ("producer", "worker"), "run that process under cProfile (its top functions printed)"
     )
     args = ap.parse_bench_args(argv)
-    backends = check_round_options(ap, args)
+    backends = rounds.check_round_options(ap, args)
     if args.sleep <= 0:
         ap.error("--sleep must be > 0")
     if args.size < 8:
@@ -416,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             "concurrency": args.concurrency,
             "threads": args.threads,
             "size": args.size,
-            **round_settings(args, backends),
+            **rounds.round_settings(args, backends),
         },
         tables,
         targets={"vs_bare": VS_BARE_TARGET, "vs_linear": VS_LINEAR_TARGET},
