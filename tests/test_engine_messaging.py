@@ -6,6 +6,7 @@ behaviour applies to both, on asyncio and trio.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 import anyio
@@ -219,6 +220,20 @@ def payload(transport: str, i: int) -> bytes:
     return b"%d:" % i + filler
 
 
+def hwm_linked(
+    binder: zmtp.SocketType, connector: zmtp.SocketType, endpoint: str
+) -> AbstractAsyncContextManager[Link]:
+    """A :func:`linked` pair with the small marks above, and a 0.1 s send timeout for
+    :func:`fill_until_blocked` to see where sending blocks."""
+    return linked(
+        binder,
+        connector,
+        endpoint,
+        binder_options={"recv_hwm": RECV_HWM},
+        connector_options={"send_hwm": SEND_HWM, "send_timeout": 0.1},
+    )
+
+
 async def fill_until_blocked(link: Link, transport: str) -> list[bytes]:
     """Send until a send times out; returns what was sent successfully."""
     sent: list[bytes] = []
@@ -235,13 +250,7 @@ async def fill_until_blocked(link: Link, transport: str) -> list[bytes]:
 async def test_sender_blocks_once_both_queues_are_full(
     endpoint: str, transport: str, pattern: Pattern
 ) -> None:
-    async with linked(
-        pattern.binder,
-        pattern.connector,
-        endpoint,
-        binder_options={"recv_hwm": RECV_HWM},
-        connector_options={"send_hwm": SEND_HWM, "send_timeout": 0.1},
-    ) as link:
+    async with hwm_linked(pattern.binder, pattern.connector, endpoint) as link:
         sent = await fill_until_blocked(link, transport)
         if transport == "inproc":
             assert len(sent) == SEND_HWM + RECV_HWM
@@ -257,13 +266,7 @@ async def test_sender_blocks_once_both_queues_are_full(
 async def test_blocked_sender_resumes_when_the_receiver_drains(
     endpoint: str, transport: str, pattern: Pattern
 ) -> None:
-    async with linked(
-        pattern.binder,
-        pattern.connector,
-        endpoint,
-        binder_options={"recv_hwm": RECV_HWM},
-        connector_options={"send_hwm": SEND_HWM, "send_timeout": 0.1},
-    ) as link:
+    async with hwm_linked(pattern.binder, pattern.connector, endpoint) as link:
         sent = await fill_until_blocked(link, transport)
         link.connector.options.send_timeout = None
         done = anyio.Event()
@@ -415,13 +418,7 @@ async def test_recv_cancelled_as_its_message_arrives_delivers_it_exactly_once(or
 
 
 async def test_send_cancelled_while_blocked_queued_nothing(endpoint: str, transport: str) -> None:
-    async with linked(
-        zmtp.PULL,
-        zmtp.PUSH,
-        endpoint,
-        binder_options={"recv_hwm": RECV_HWM},
-        connector_options={"send_hwm": SEND_HWM, "send_timeout": 0.1},
-    ) as link:
+    async with hwm_linked(zmtp.PULL, zmtp.PUSH, endpoint) as link:
         sent = await fill_until_blocked(link, transport)
         link.connector.options.send_timeout = None
         with anyio.CancelScope() as scope:
