@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 import zmtp
+from tests.test_sockets_pubsub import flood_past_a_slow_sub
 from zmtp.testing import TIMEOUT, ours_briefly, ours_sender, probe_path, recv_within
 from zmtp.testing.pyzmq_sockets import connect_ours, zmq_briefly, zmq_sender, zrecv, zsocket
 
@@ -199,27 +200,7 @@ async def test_a_slow_libzmq_sub_does_not_block_our_pub(transport: str) -> None:
             fast.subscribe(b"")
             await fast.connect(endpoint)
             await probe_path(ours_sender(pub), ours_briefly(fast))
-            received: list[bytes] = []
-            done = anyio.Event()
-
-            async def reader() -> None:
-                while True:
-                    data = await fast.recv()
-                    received.append(data)
-                    if data == b"last":
-                        done.set()
-                        return
-
-            big = b"x" * 100_000
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(reader)
-                with anyio.fail_after(TIMEOUT):
-                    for _ in range(300):  # 30 MB, while the libzmq SUB reads nothing
-                        await pub.send(big)
-                    while not done.is_set():
-                        await pub.send(b"last")
-                        with anyio.move_on_after(0.01):
-                            await done.wait()
+            received = await flood_past_a_slow_sub(pub, fast)  # the libzmq SUB reads nothing
             slow_count = 0
             while await anyio.to_thread.run_sync(lambda: zslow.poll(100)):
                 zslow.recv()

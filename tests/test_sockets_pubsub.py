@@ -81,6 +81,34 @@ async def test_sub_filters_on_its_side_too_even_queued_messages() -> None:
         assert await nothing_pending(sub)
 
 
+async def flood_past_a_slow_sub(pub: zmtp.Socket, fast: zmtp.Socket) -> list[bytes]:
+    """Publish 300 messages of 100 kB (30 MB: far beyond a slow subscriber's buffers), then
+    ``b"last"`` until the ``fast`` subscriber has it; what ``fast`` received. All within
+    TIMEOUT: a PUB that blocked on the slow subscriber fails the test."""
+    received: list[bytes] = []
+    done = anyio.Event()
+
+    async def reader() -> None:
+        while True:
+            data = await fast.recv()
+            received.append(data)
+            if data == b"last":
+                done.set()
+                return
+
+    big = b"x" * 100_000
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        with anyio.fail_after(TIMEOUT):
+            for _ in range(300):
+                await pub.send(big)
+            while not done.is_set():
+                await pub.send(b"last")
+                with anyio.move_on_after(0.01):
+                    await done.wait()
+    return received
+
+
 async def test_pub_never_blocks_and_a_slow_sub_only_loses_its_own() -> None:
     async with zmtp.Socket(zmtp.PUB, linger=0, send_hwm=5) as pub:
         endpoint = await pub.bind("tcp://127.0.0.1:*")
@@ -92,27 +120,7 @@ async def test_pub_never_blocks_and_a_slow_sub_only_loses_its_own() -> None:
                 sub.subscribe(b"")
                 await sub.connect(endpoint)
                 await publish_until_received(pub, sub)
-            received: list[bytes] = []
-            done = anyio.Event()
-
-            async def reader() -> None:
-                while True:
-                    data = await fast.recv()
-                    received.append(data)
-                    if data == b"last":
-                        done.set()
-                        return
-
-            big = b"x" * 100_000
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(reader)
-                with anyio.fail_after(TIMEOUT):
-                    for _ in range(300):  # 30 MB: far beyond the slow peer's buffers
-                        await pub.send(big)
-                    while not done.is_set():
-                        await pub.send(b"last")
-                        with anyio.move_on_after(0.01):
-                            await done.wait()
+            received = await flood_past_a_slow_sub(pub, fast)
             slow_count = 0
             with anyio.move_on_after(0.2):
                 while True:
