@@ -606,3 +606,76 @@ def test_messages_only_says_whether_a_feed_returned_commands(fast_commands: bool
     assert decoder.feed(data[:5]) == [[b"a"]]
     assert decoder.feed(data[5:]) == [[b"b"]] + [[b"a"], [b"b"]] * 2
     assert decoder.messages_only
+
+
+# ------------------------------------------------- long reads after an incomplete frame
+#
+# A read longer than the decoder's join limit (8 KiB) that follows an incomplete frame is not
+# copied whole: the held frame is completed from its head and the rest is parsed in place.
+# These pin that path down: frames cut anywhere (inside a long header too) and followed by
+# long reads, around the large-body size (8 KiB), with multipart messages and commands.
+
+around_8_kib = st.sampled_from([0, 1, 255, 256, 1000, 8 * KIB - 1, 8 * KIB, 8 * KIB + 1, 20 * KIB])
+long_read_items = st.lists(
+    st.one_of(
+        st.lists(around_8_kib.map(lambda n: b"p" * n), min_size=1, max_size=3),
+        st.builds(Command, st.just(b"X-CMD"), around_8_kib.map(lambda n: b"c" * n)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(deadline=None, max_examples=100)
+@given(long_read_items, st.data())
+def test_long_reads_after_any_cut_decode_the_same(
+    batch: list[list[bytes] | Command], data: st.DataObject
+) -> None:
+    wire = encode_items(batch)
+    # Cuts anywhere; the pieces between them are mostly longer than the join limit.
+    cuts = data.draw(st.lists(st.integers(0, len(wire)), max_size=8))
+    assert feed_at_cuts(wire, cuts) == batch
+
+
+@pytest.mark.parametrize("cut", range(1, 9))
+def test_a_long_header_cut_by_a_read_is_completed_by_a_long_read(cut: int) -> None:
+    """The previous read ended inside a long (9-byte) header; the next, long read supplies
+    the rest of the header, the body and frames after it."""
+    body = b"B" * (12 * KIB)
+    wire = encode_message([b"a"]) + encode_message([body, b"end"]) + encode_message([b"z" * 9000])
+    split = len(encode_message([b"a"])) + cut
+    decoder = FrameDecoder()
+    assert feed_strict(decoder, wire[:split]) == [[b"a"]]
+    assert decoder.buffered == cut
+    assert feed_strict(decoder, wire[split:]) == [[body, b"end"], [b"z" * 9000]]
+    assert decoder.buffered == 0
+
+
+def test_a_long_read_that_ends_with_the_held_frame_leaves_nothing_behind() -> None:
+    body = b"e" * (8 * KIB)  # the largest body sliced out of a read (9 + 8 KiB frame)
+    wire = encode_message([body])
+    decoder = FrameDecoder()
+    assert feed_strict(decoder, wire[:3]) == []
+    assert len(wire) - 3 > 8 * KIB  # a long read, which holds exactly the rest of the frame
+    assert feed_strict(decoder, wire[3:]) == [[body]]
+    assert decoder.buffered == 0
+
+
+def test_a_long_read_that_does_not_complete_the_held_frame_keeps_it_in_pieces() -> None:
+    body = b"w" * (40 * KIB)
+    wire = encode_message([b"x"]) + encode_message([body])
+    decoder = FrameDecoder()
+    assert feed_strict(decoder, wire[:7]) == [[b"x"]]  # then 4 bytes of the long header
+    assert feed_strict(decoder, wire[7 : 7 + 9000]) == []
+    assert decoder.buffered == 9000 + 4 - 9  # the body's first piece, nothing else
+    assert feed_strict(decoder, wire[7 + 9000 :]) == [[body]]
+    assert decoder.buffered == 0
+
+
+def test_max_message_size_refuses_a_held_header_before_a_long_read_is_kept() -> None:
+    decoder = FrameDecoder(max_message_size=10 * KIB)
+    header = frame_header(0, 50 * KIB)
+    assert feed_strict(decoder, header[:5]) == []
+    with pytest.raises(MessageTooLarge):
+        feed_strict(decoder, header[5:] + b"x" * (20 * KIB))
+    assert decoder.buffered == 0

@@ -79,6 +79,7 @@ from ..protocol.events import (
 )
 from ..protocol.mechanism import AuthRequest
 from ..transport.streams import ipc_peer_credentials
+from .allocator import settle_for_reads
 from .pipe import Pipe, PipeClosed
 
 if TYPE_CHECKING:
@@ -238,6 +239,7 @@ class StreamConnection:
         receive = self._receive
         socket = self.socket
         read_size = socket.options.read_size
+        settle_for_reads(read_size)  # reads from malloc's heap, not fresh mmaps (allocator.py)
         # Only a socket that can answer (not SUB, PULL, GATHER, DISH) gains from the yields.
         can_answer = socket.strategy.can_send
         fifo = _fifo_scheduler()

@@ -8,7 +8,10 @@ safety needs it: reserved flag bits and MORE on a command are protocol errors, a
 
 Performance shape (docs/architecture.md, "The protocol core"): one parser loop over a buffer +
 offset that handles every complete frame of a chunk, hands out ``bytes`` slices, and joins large
-bodies once instead of growing a buffer chunk by chunk.
+bodies once instead of growing a buffer chunk by chunk. A read is never copied whole: the frame
+that an earlier read left incomplete is completed from the head of the new read, and parsing
+carries on in the read itself (large reads of large frames used to cost a copy of every read,
+and allocations above malloc's mmap threshold: page faults on every read, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -38,8 +41,14 @@ _LONG_LAST = bytes((LONG,))
 _LONG_MORE = bytes((MORE | LONG,))
 
 #: Bodies up to this size are sliced out of the read buffer; larger ones that arrive in pieces
-#: are collected as a list of chunks and joined once (no quadratic buffer growth).
-_LARGE_BODY = 1 << 16
+#: are collected as a list of chunks and joined once (no quadratic buffer growth, and each byte
+#: of the body copied once, by the join, but for a small first piece: see _keep_partial_body).
+_LARGE_BODY = 1 << 13
+
+#: A read longer than this that follows an incomplete frame completes that frame from its head
+#: and is parsed in place; a shorter one is appended to the held bytes (one small copy, cheaper
+#: than the second parser call that completing the frame separately costs).
+_JOIN_LIMIT = 1 << 13
 
 
 #: Default ``max_handshake_size``: the largest command frame accepted before the handshake is
@@ -301,7 +310,7 @@ class FrameDecoder:
         self._want = 0
         self._parts: list[bytes] = []  # parts of the message being assembled
         # Large-body mode: a frame body bigger than _LARGE_BODY arriving over several reads.
-        self._chunks: list[bytes] | None = None
+        self._chunks: list[bytes | memoryview] | None = None
         self._chunks_need = 0
         self._chunks_flags = 0
         self._transform: FrameTransform | None = None
@@ -358,11 +367,16 @@ class FrameDecoder:
             data = self._join_tail(data)
         try:
             if self._chunks is not None:
-                data = self._feed_large(data, out)
-                if not data:
-                    return out
-            buf = self._buf + data if self._buf else data
-            self._parse(buf, out)
+                pos = self._feed_large(data, out)
+            elif not self._buf:
+                pos = 0
+            elif len(data) > _JOIN_LIMIT:
+                pos = self._complete_held(data, out)
+            else:
+                data = self._buf + data
+                pos = 0
+            if pos < len(data):
+                self._parse(data, pos, out)
         except ProtocolError as exc:
             self.error = exc
             self._discard()
@@ -387,22 +401,52 @@ class FrameDecoder:
         self._want = 0
         return joined
 
-    def _feed_large(self, data: bytes, out: list[Item]) -> bytes:
-        """Collect a large body; returns what is left of ``data`` after it."""
-        assert self._chunks is not None
+    def _feed_large(self, data: bytes, out: list[Item]) -> int:
+        """Collect a large body; returns where in ``data`` the frames after it begin."""
+        chunks = self._chunks
+        assert chunks is not None
         need = self._chunks_need
         if len(data) < need:
-            self._chunks.append(data)
+            chunks.append(data)
             self._chunks_need = need - len(data)
-            return b""
-        self._chunks.append(data[:need])
-        body = b"".join(self._chunks)
+            return len(data)
+        # The last piece as a view: the join below is the only copy of it.
+        chunks.append(data if len(data) == need else memoryview(data)[:need])
+        body = b"".join(chunks)
         self._chunks = None
         self._emit(self._chunks_flags, body, out)
-        return data[need:]
+        return need
 
-    def _parse(self, buf: bytes, out: list[Item]) -> None:
-        pos = 0
+    def _complete_held(self, data: bytes, out: list[Item]) -> int:
+        """Complete the incomplete frame held in ``_buf`` from the head of ``data``, without
+        copying the rest of ``data``; returns where in ``data`` the frames after it begin.
+
+        The held frame is parsed alone (a buffer of that one frame); a frame that this read
+        does not complete either goes to the general parser with the read appended, exactly as
+        if the two had been joined (its header is checked there, before anything is kept)."""
+        held = self._buf
+        have = len(held)
+        flags = held[0]
+        head = 9 if flags & LONG else 2
+        header = held + data[: head - have] if have < head else held  # data is long enough
+        size = _unpack_u64_from(header, 1)[0] if flags & LONG else header[1]
+        take = head + size - have
+        self._buf = b""
+        if take >= len(data):
+            self._parse(held + data, 0, out)  # the frame still incomplete, or ending the read
+            return len(data)
+        self._parse(held + data[:take], 0, out)
+        return take
+
+    def _keep_partial_body(self, buf: bytes, start: int, end: int) -> bytes | memoryview:
+        """The first piece of a large body that ``buf`` leaves incomplete: a view when it is
+        most of ``buf`` (no copy; holding all of ``buf`` costs at most as much again), else a
+        copy (a short tail must not pin a whole large read)."""
+        if 2 * (end - start) >= len(buf):
+            return memoryview(buf)[start:end]
+        return buf[start:end]
+
+    def _parse(self, buf: bytes, pos: int, out: list[Item]) -> None:
         end = len(buf)
         maxsize = self._limit
         parts = self._parts
@@ -411,7 +455,7 @@ class FrameDecoder:
         if self._batch is not None:
             # Every complete frame in one pass; the loop below takes the incomplete one, if any.
             self.messages_only = False  # it may have appended commands
-            pos, parts = self._batch(buf, 0, parts, out, maxsize)
+            pos, parts = self._batch(buf, pos, parts, out, maxsize)
         # Fast path for the commonest frame: short, single-part, no transform, and no size
         # limit below 255 bytes. It skips every check the general path makes for it.
         fast = transform is None and (maxsize < 0 or maxsize >= 255)
@@ -461,7 +505,7 @@ class FrameDecoder:
             if stop > end:
                 if size > _LARGE_BODY:
                     # Keep the partial body as the first chunk; join once when complete.
-                    self._chunks = [buf[start:end]]
+                    self._chunks = [self._keep_partial_body(buf, start, end)]
                     self._chunks_need = stop - end
                     self._chunks_flags = flags
                     self._parts = parts
