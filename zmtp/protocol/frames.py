@@ -144,9 +144,24 @@ class EncodedMessage(list[bytes]):
         self.wire = wire  #: ``encode_message(parts)``: flags, size and body of every frame
 
 
+_new_encoded = list.__new__
+
+
 def encoded_message(parts: Sequence[bytes]) -> EncodedMessage:
-    """``parts`` with their wire encoding made once (see :class:`EncodedMessage`)."""
-    return EncodedMessage(parts, encode_message(parts))
+    """``parts`` with their wire encoding made once (see :class:`EncodedMessage`).
+
+    Built without the Python ``__init__`` (an empty instance, extended and given its
+    ``wire``), and a short single part framed inline: this runs once per published message.
+    """
+    message = _new_encoded(EncodedMessage)
+    message.extend(parts)
+    if len(parts) == 1:
+        part = parts[0]
+        n = len(part)
+        message.wire = _SHORT_LAST[n] + part if n < 256 else _LONG_LAST + _pack_u64(n) + part
+    else:
+        message.wire = encode_message(parts)
+    return message
 
 
 class _LastSharedBatch:

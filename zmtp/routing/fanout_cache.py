@@ -61,15 +61,15 @@ class FanOutCache:
         self._pipes, self._version = pipes, version
         return True
 
-    def all_have_room(self) -> bool:
-        """No cached outbox holds its (smallest) capacity: each can take one more message."""
-        return max(map(len, self._queues)) < self._capacity
-
-    def put_all(self, message: Message) -> bool:
-        """Append ``message`` to every cached outbox, provided none is empty (the caller
-        checked :meth:`all_have_room`); False, with nothing queued, if one is empty: its
-        writer must be woken, which the caller's per-pipe loop does."""
-        if not all(self._queues):
+    def offer(self, pipes: Collection[Pipe], version: int, message: Message) -> bool:
+        """Queue ``message`` on every pipe of ``pipes`` if the cache holds that set (see
+        :meth:`use`), each has room (below the smallest capacity) and none is empty (no
+        writer to wake). False, with nothing queued, otherwise: the caller's per-pipe loop
+        then applies the HWM and the wake-up edge to each pipe."""
+        if not self.use(pipes, version):
+            return False
+        queues = self._queues
+        if max(map(len, queues)) >= self._capacity or not all(queues):
             return False
         for append in self._appends:
             append(message)

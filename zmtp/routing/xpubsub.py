@@ -449,20 +449,18 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         edge. For the usual target set (:class:`FanOutCache`), when every target has room and
         none is empty, the per-pipe loop is replaced by the cache's C-level checks and one
         bound ``append`` per pipe; otherwise the loop below applies every rule per pipe."""
-        cache = self._cache
-        room = cache.use(pipes, self._trie.version) and cache.all_have_room()
-        if self._nodrop and not room:
-            for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
-                outbox = pipe.outbox
-                if len(outbox.items) >= outbox.capacity:
-                    return False  # nothing sent to anyone: a retry cannot duplicate
         if len(parts) == 1:
             small = len(parts[0]) <= SHARED_ENCODING_MAX
         else:
             small = sum(map(len, parts)) <= SHARED_ENCODING_MAX
         shared = encoded_message(parts) if small else parts
-        if room and cache.put_all(shared):
-            return True
+        if self._cache.offer(pipes, self._trie.version, shared):
+            return True  # every target had room and a writer already woken
+        if self._nodrop:
+            for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
+                outbox = pipe.outbox
+                if len(outbox.items) >= outbox.capacity:
+                    return False  # nothing sent to anyone: a retry cannot duplicate
         for pipe in pipes:
             outbox = pipe.outbox
             items = outbox.items
