@@ -18,7 +18,14 @@ pytestmark = pytest.mark.timeout(600)
 def test_fanout_floor_prints_every_subscriber() -> None:
     pytest.importorskip("zmq", reason="fanout_floor.py feeds its subscribers from pyzmq")
     proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "fanout_floor.py"), "--messages", "3000", "--cycles", "1"],
+        [
+            sys.executable,
+            str(BENCHMARKS / "fanout_floor.py"),
+            "--messages",
+            "3000",
+            "--cycles",
+            "1",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
