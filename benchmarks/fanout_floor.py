@@ -24,7 +24,12 @@ import resource
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import pyzmq_bind, pyzmq_socket
 
 WARMUP = 2000
 CASES = ("pyzmq", "asyncio", "trio")
@@ -39,43 +44,31 @@ def _publisher(endpoints: Any, total: int, size: int) -> None:
     """A libzmq XPUB that waits for one subscription, then floods without dropping."""
     import zmq
 
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.XPUB)
-    sock.setsockopt(zmq.XPUB_NODROP, 1)
-    sock.sndhwm = 1000
-    port = sock.bind_to_random_port("tcp://127.0.0.1")
-    endpoints.put(f"tcp://127.0.0.1:{port}")
-    sock.recv()  # the subscription
-    payload = b"d" * size
-    for _ in range(total):
-        while True:
-            try:
-                sock.send(payload, zmq.NOBLOCK)
-                break
-            except zmq.Again:
-                time.sleep(0.0001)
-    time.sleep(5)  # until the parent terminates us
-    sock.close(linger=0)
-    ctx.term()
+    with pyzmq_socket("XPUB", 1000) as sock:
+        sock.setsockopt(zmq.XPUB_NODROP, 1)
+        endpoints.put(pyzmq_bind(sock))
+        sock.recv()  # the subscription
+        payload = b"d" * size
+        for _ in range(total):
+            while True:
+                try:
+                    sock.send(payload, zmq.NOBLOCK)
+                    break
+                except zmq.Again:
+                    time.sleep(0.0001)
+        time.sleep(5)  # until the parent terminates us
 
 
 def _pyzmq_sub(endpoint: str, count: int) -> float:
-    import zmq
-
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.SUB)
-    sock.rcvhwm = 1000
-    sock.subscribe(b"")
-    sock.connect(endpoint)
-    for _ in range(WARMUP):
-        sock.recv()
-    start = _cpu()
-    for _ in range(count):
-        sock.recv()
-    spent = _cpu() - start
-    sock.close(linger=0)
-    ctx.term()
-    return spent
+    with pyzmq_socket("SUB", 1000) as sock:
+        sock.subscribe(b"")
+        sock.connect(endpoint)
+        for _ in range(WARMUP):
+            sock.recv()
+        start = _cpu()
+        for _ in range(count):
+            sock.recv()
+        return _cpu() - start
 
 
 def _zmtp_sub(endpoint: str, count: int, backend: str) -> float:

@@ -3,12 +3,9 @@ table. Nothing about speed is asserted."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from ._bench_run import BENCHMARKS
+from ._bench_run import run_script
 
 # A benchmark run in subprocesses: bounded by its own timeouts, not the suite's 60 s per
 # test (a loaded machine runs it several times slower).
@@ -17,19 +14,6 @@ pytestmark = pytest.mark.timeout(600)
 
 def test_fanout_floor_prints_every_subscriber() -> None:
     pytest.importorskip("zmq", reason="fanout_floor.py feeds its subscribers from pyzmq")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "fanout_floor.py"),
-            "--messages",
-            "3000",
-            "--cycles",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stdout = run_script("fanout_floor.py", ["--messages", "3000", "--cycles", "1"], timeout=300)
     for name in ("pyzmq sync", "zmtp asyncio", "zmtp trio"):
-        assert f"| {name} |" in proc.stdout
+        assert f"| {name} |" in stdout

@@ -9,8 +9,6 @@ cancelled blocked send queueing nothing anywhere."""
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
-from types import SimpleNamespace
-from typing import Any
 
 import anyio
 import pytest
@@ -18,7 +16,6 @@ import pytest
 import zmtp
 from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import MessageQueue
-from zmtp.options import Options
 from zmtp.protocol.commands import CANCEL, SUBSCRIBE
 from zmtp.protocol.frames import (
     EncodedMessage,
@@ -32,19 +29,7 @@ from zmtp.routing.pubsub import Pub
 from zmtp.routing.xpubsub import FORGET_SLICE, XPub
 
 from ._sockets_util import TIMEOUT, ours_briefly, ours_sender, probe_until_received, recv_within
-
-
-def _host(**options: Any) -> Any:
-    deferred: list[Any] = []
-    return SimpleNamespace(
-        socket_type="PUB",
-        options=Options(**options),
-        extension=None,
-        closing=False,
-        wake_receivers=lambda: None,
-        defer=deferred.append,
-        deferred=deferred,
-    )
+from .test_engine_shared_encoding import _host
 
 
 def _pipe(strategy: XPub, hwm: int = 1000, topic: bytes | None = b"") -> Pipe:
