@@ -12,16 +12,23 @@ from typing import Any
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-def run_bench(script: str, args: list[str], out: Path, timeout: float = 240) -> dict[str, Any]:
-    """Run ``benchmarks/<script> <args> --quiet --json out``; the payload (fails the test with
-    the script's output if it exits non-zero)."""
+def run_script(script: str, args: list[str], timeout: float = 240) -> str:
+    """Run ``benchmarks/<script> <args>``; what it printed (fails the test with the script's
+    output if it exits non-zero)."""
     proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *args, "--quiet", "--json", str(out)],
+        [sys.executable, str(BENCHMARKS / script), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def run_bench(script: str, args: list[str], out: Path, timeout: float = 240) -> dict[str, Any]:
+    """Run ``benchmarks/<script> <args> --quiet --json out``; the payload (fails the test with
+    the script's output if it exits non-zero)."""
+    stdout = run_script(script, [*args, "--quiet", "--json", str(out)], timeout)
     payload: dict[str, Any] = json.loads(out.read_text())
-    payload["_stdout"] = proc.stdout
+    payload["_stdout"] = stdout
     return payload

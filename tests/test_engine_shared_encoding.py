@@ -102,12 +102,16 @@ def test_every_mechanism_that_transforms_frames_ignores_shared_wire_bytes() -> N
 
 
 def _host(**options: Any) -> Any:
+    """A stand-in RoutingHost; ``deferred`` holds what the strategy asked to ``defer``."""
+    deferred: list[Any] = []
     return SimpleNamespace(
         socket_type="PUB",
         options=Options(**options),
         extension=None,
         closing=False,
         wake_receivers=lambda: None,
+        defer=deferred.append,
+        deferred=deferred,
     )
 
 

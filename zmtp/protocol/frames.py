@@ -153,19 +153,67 @@ class EncodedMessage(list[bytes]):
         self.wire = wire  #: ``encode_message(parts)``: flags, size and body of every frame
 
 
+_new_encoded = list.__new__
+
+
 def encoded_message(parts: Sequence[bytes]) -> EncodedMessage:
-    """``parts`` with their wire encoding made once (see :class:`EncodedMessage`)."""
-    return EncodedMessage(parts, encode_message(parts))
+    """``parts`` with their wire encoding made once (see :class:`EncodedMessage`).
+
+    Built without the Python ``__init__`` (an empty instance, extended and given its
+    ``wire``), and a short single part framed inline: this runs once per published message.
+    """
+    message = _new_encoded(EncodedMessage)
+    message.extend(parts)
+    if len(parts) == 1:
+        part = parts[0]
+        n = len(part)
+        message.wire = _SHORT_LAST[n] + part if n < 256 else _LONG_LAST + _pack_u64(n) + part
+    else:
+        message.wire = encode_message(parts)
+    return message
 
 
-def encode_shared_messages(messages: Iterable[Sequence[bytes]]) -> bytes:
+class _LastSharedBatch:
+    """The batch :func:`encode_shared_messages` encoded last, with its bytes.
+
+    Why: a publisher queues the same message objects on every subscriber, and their writers,
+    woken together, usually take the very same run of messages. The first writer encodes it;
+    the others find an equal batch here and write the same bytes object. Equality is checked
+    in full (a list comparison, C-level, whose per-item identity shortcut makes it a pointer
+    scan for the shared objects), so a batch that differs anywhere (a copy dropped at one
+    subscriber's HWM, a welcome message, a newer run) is encoded on its own: equal parts
+    always have equal wire bytes. Holds one batch (at most a writer's byte budget) until the
+    next shared batch replaces it; batch and bytes live in one tuple, replaced in one
+    assignment, so that event loops in other threads never see one without the other.
+    """
+
+    __slots__ = ("entry",)
+
+    def __init__(self) -> None:
+        self.entry: tuple[list[Sequence[bytes]], bytes] = ([], b"")
+
+
+_last_shared = _LastSharedBatch()
+
+
+def encode_shared_messages(messages: Sequence[Sequence[bytes]]) -> bytes:
     """:func:`encode_messages` for a batch that may hold :class:`EncodedMessage` items: their
-    wire bytes are reused (one append, no framing), every other message is framed as usual.
+    wire bytes are reused (one append, no framing), every other message is framed as usual;
+    a batch equal to the previous one reuses its bytes (see :class:`_LastSharedBatch`).
 
     Only for mechanisms that send frames in clear. A separate function so that writers of
     queues that never hold shared messages keep the plain loop, without a type check per
     message.
     """
+    previous, previous_wire = _last_shared.entry
+    if (
+        len(messages) == len(previous)
+        and messages
+        and messages[0] is previous[0]
+        and messages[-1] is previous[-1]
+        and messages == previous
+    ):
+        return previous_wire
     out: list[bytes] = []
     append = out.append
     for parts in messages:
@@ -178,7 +226,10 @@ def encode_shared_messages(messages: Iterable[Sequence[bytes]]) -> bytes:
             append(part)
         else:
             append_message(out, parts)
-    return b"".join(out)
+    wire = b"".join(out)
+    if len(messages) > 1:
+        _last_shared.entry = (list(messages), wire)
+    return wire
 
 
 class Command:

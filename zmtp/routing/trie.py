@@ -214,8 +214,15 @@ class RemoveResult(Enum):
 class PipeTrie(_RadixTrie[set[P]], Generic[P]):
     """Subscriber sets of a PUB/XPUB (libzmq ``mtrie_t``): topic -> the pipes subscribed."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: Counts every :meth:`add` and :meth:`remove`: the sets :meth:`match` returns may
+        #: have changed since a caller last saw this value (a publisher caches their outboxes).
+        self.version = 0
+
     def add(self, topic: bytes, pipe: P) -> bool:
         """Subscribe ``pipe``; True if nobody was subscribed to the topic before."""
+        self.version += 1
         node = self._insert(topic)
         if node.value is None:
             node.value = {pipe}
@@ -226,6 +233,7 @@ class PipeTrie(_RadixTrie[set[P]], Generic[P]):
 
     def remove(self, topic: bytes, pipe: P) -> RemoveResult:
         """Unsubscribe ``pipe`` from exactly ``topic``."""
+        self.version += 1
         path = self._path(topic)
         if path is None:
             return RemoveResult.NOT_FOUND

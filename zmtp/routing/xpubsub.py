@@ -37,6 +37,7 @@ from ..errors import UnsupportedOperation
 from ..protocol.commands import CANCEL, SUBSCRIBE
 from ..protocol.frames import encoded_message
 from .base import FairQueue, RoutingStrategy
+from .fanout_cache import FanOutCache
 from .mixins import (
     FanOut,
     Subscriptions,
@@ -140,11 +141,14 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._shareable: dict[Pipe, None] = {}
         self._unshareable = 0
         self._sharing = False
+        #: The outboxes of the usual target set, for the shared path's fast loop.
+        self._cache = FanOutCache()
 
     # ------------------------------------------------------------------ pipe lifecycle
 
     def attach(self, pipe: Pipe) -> str | None:
         self._all[pipe] = None
+        self._cache.invalidate()
         if self._can_share(pipe):
             self._shareable[pipe] = None
         else:
@@ -167,6 +171,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._forget(pipe)
 
     def detach(self, pipe: Pipe) -> None:
+        self._cache.invalidate()
         if self._all.pop(pipe, False) is None:
             if self._shareable.pop(pipe, False) is None:
                 pipe.shared_encoding = False
@@ -241,6 +246,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         outbox = pipe.outbox
         self._capacity[pipe] = outbox.capacity
         outbox.capacity = 0
+        self._cache.invalidate()
         outbox.clear()
         reap = not self._dying
         self._dying[pipe] = topics
@@ -266,6 +272,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             outbox = pipe.outbox
             outbox.clear()  # (wakes a sender waiting on it: xpub_nodrop)
             outbox.capacity = capacity
+            self._cache.invalidate()
         return True
 
     def _reap(self) -> bool:
@@ -439,17 +446,21 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         """:meth:`FanOut.fan_out` for tcp/ipc pipes with one encoding for all (see the class
         docstring). Every pipe here queues on its outbox (``_can_share``), so the queue's
         ``put`` is inlined: the append, and the consumer's wake-up on the empty -> non-empty
-        edge."""
-        if self._nodrop:
-            for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
-                outbox = pipe.outbox
-                if len(outbox.items) >= outbox.capacity:
-                    return False  # nothing sent to anyone: a retry cannot duplicate
+        edge. For the usual target set (:class:`FanOutCache`), when every target has room and
+        none is empty, the per-pipe loop is replaced by the cache's C-level checks and one
+        bound ``append`` per pipe; otherwise the loop below applies every rule per pipe."""
         if len(parts) == 1:
             small = len(parts[0]) <= SHARED_ENCODING_MAX
         else:
             small = sum(map(len, parts)) <= SHARED_ENCODING_MAX
         shared = encoded_message(parts) if small else parts
+        if self._cache.offer(pipes, self._trie.version, shared):
+            return True  # every target had room and a writer already woken
+        if self._nodrop:
+            for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
+                outbox = pipe.outbox
+                if len(outbox.items) >= outbox.capacity:
+                    return False  # nothing sent to anyone: a retry cannot duplicate
         for pipe in pipes:
             outbox = pipe.outbox
             items = outbox.items
