@@ -14,8 +14,15 @@ import pytest
 from zmtp.engine import allocator
 
 _CHILD = """
-import resource, socket
-from zmtp.engine.allocator import settle_for_reads
+import importlib.util, resource, socket, sys
+
+# The module alone, from its file: importing the package would compile other modules first
+# (with no cached bytecode), and compiling a large one frees blocks big enough to raise glibc's
+# threshold itself, before the unsettled reads are measured.
+spec = importlib.util.spec_from_file_location("allocator", sys.argv[1])
+allocator = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(allocator)
+settle_for_reads = allocator.settle_for_reads
 
 READ = 256 * 1024
 PART = 100 * 1024  # what the kernel has: recv allocates READ, then shrinks the bytes to PART
@@ -46,7 +53,11 @@ def test_reads_stop_faulting_in_fresh_pages_once_settled() -> None:
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "", "MALLOC_TRIM_THRESHOLD_": ""}
     env = {k: v for k, v in env.items() if v}  # glibc's defaults, whatever the caller set
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-c", _CHILD, allocator.__file__],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     unsettled, settled = map(int, out.stdout.split())
