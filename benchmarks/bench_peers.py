@@ -9,11 +9,12 @@ aggregate rate over the same implementation's single-connection rate in the same
 target: >= 0.8x at 100 connections). Memory: the receiver's resident set (VmRSS) after every
 connection has delivered a first message, minus before any connected, over the number of
 connections (the same for the senders, per socket); CPU µs per message of the receiver and of
-all senders together, from ``getrusage``, and of the receiver's cyclic garbage collector
-(``gc.callbacks``): with many busy connections the receiver holds about ``--hwm`` decoded
-messages per connection, they outlive the young generations, and the full collections over
-them are a large part of what a message costs more than with one connection. ``--no-gc`` turns
-the receiver's collector off during the timed rounds, to show the rate without that cost.
+all senders together (their CPU over the messages received), from ``getrusage``, and of the
+receiver's cyclic garbage collector (``gc.callbacks``): with many busy connections the
+receiver holds about ``--hwm`` decoded messages per connection, they outlive the young
+generations, and the full collections over them are a large part of what a message costs
+more than with one connection. ``--no-gc`` turns the receiver's collector off during the
+timed rounds, to show the rate without that cost.
 
 Examples::
 
@@ -345,7 +346,7 @@ def table(results: list[PeersResult], stat: str) -> str:
     for r in results:
         rate = r.rate(stat)
         if rate is None:
-            rows.append([r.impl, str(r.peers), str(r.processes), "FAILED", *["-"] * 7])
+            rows.append([r.impl, str(r.peers), str(r.processes), "FAILED", *["-"] * 8])
             continue
         one = single.get(r.impl)
         zref = ref.get(r.peers)
@@ -354,6 +355,7 @@ def table(results: list[PeersResult], stat: str) -> str:
         rss_s = statistics.median(r.rss_send) / 1024 if r.rss_send else None
         recv_cpu = r.cpu_us("recv_cpu_s")
         recv_gc = r.cpu_us("recv_gc_s")
+        send_cpu = r.cpu_us("send_cpu_s")
         rows.append(
             [
                 r.impl,
@@ -367,6 +369,7 @@ def table(results: list[PeersResult], stat: str) -> str:
                 "-" if rss_s is None else f"{rss_s:,.1f}",
                 "-" if recv_cpu is None else f"{recv_cpu:.2f}",
                 "-" if recv_gc is None else f"{recv_gc:.2f}",
+                "-" if send_cpu is None else f"{send_cpu:.2f}",
             ]
         )
     return render_table(
@@ -382,6 +385,7 @@ def table(results: list[PeersResult], stat: str) -> str:
             "send RSS KiB/socket",
             "recv CPU µs/msg",
             "of it GC µs/msg",
+            "senders CPU µs/msg",
         ],
         rows,
     )
