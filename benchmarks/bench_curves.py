@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         peer_args.processes, peer_args.size, peer_args.warmup = 2, 64, 0.1
         peer_args.pilot = 5000 if args.quick else 20_000
         peer_args.max_count = 20_000_000
+        peer_args.no_gc = False  # the curves show what an application gets
         for impl, pres in bp.plan_results(peer_args, bp.parser()):
             peers_results.append(pres)
             plan.append(

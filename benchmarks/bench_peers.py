@@ -9,7 +9,12 @@ aggregate rate over the same implementation's single-connection rate in the same
 target: >= 0.8x at 100 connections). Memory: the receiver's resident set (VmRSS) after every
 connection has delivered a first message, minus before any connected, over the number of
 connections (the same for the senders, per socket); CPU µs per message of the receiver and of
-all senders together, from ``getrusage``.
+all senders together (their CPU over the messages received), from ``getrusage``, and of the
+receiver's cyclic garbage collector (``gc.callbacks``): with many busy connections the
+receiver holds about ``--hwm`` decoded messages per connection, they outlive the young
+generations, and the full collections over them are a large part of what a message costs
+more than with one connection. ``--no-gc`` turns the receiver's collector off during the
+timed rounds, to show the rate without that cost.
 
 Examples::
 
@@ -23,12 +28,14 @@ See benchmarks/README.md for how to read the output.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from time import process_time
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -81,20 +88,56 @@ def _sockets_of(p: Params) -> int:
     return p["peers"] // n + (1 if index < p["peers"] % n else 0)
 
 
+class GcClock:
+    """CPU seconds this process has spent in the cyclic garbage collector since it was made
+    (a ``gc.callbacks`` hook: two clock reads per collection, a few thousand per round)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = process_time()
+        else:
+            self.seconds += process_time() - self._start
+
+
+def gc_round(p: Params, clock: GcClock, result: Params, gc_before: float) -> Params:
+    """A receiver's round result with its GC seconds; the collector back on after a
+    ``--no-gc`` round (garbage is collected between rounds, untimed)."""
+    result["recv_gc_s"] = clock.seconds - gc_before
+    if p["no_gc"]:
+        gc.enable()
+    return result
+
+
+def gc_round_start(p: Params, clock: GcClock) -> float:
+    if p["no_gc"]:
+        gc.disable()
+    return clock.seconds
+
+
 # =========================================================================== child roles
 
 
 @anyio_role
 async def zmtp_receiver(ctrl: Any, p: Params) -> None:
+    clock = GcClock()
     async with zmtp_socket("PULL", p["hwm"]) as sock:
         before = rss_bytes()
         ctrl.send(("ready", await sock.bind(TCP_ANY)))
         for _ in range(p["peers"]):  # one hello per connection: every peer is up
             await sock.recv()
         ctrl.send(("connected", {"rss_delta": rss_bytes() - before}))
-        await serve_rounds_async(
-            ctrl, lambda r: bt.timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
-        )
+
+        async def run(r: Params) -> Params:
+            gc_before = gc_round_start(p, clock)
+            result = await bt.timed_recv_async(sock.recv, r["warmup"], r["count"], p["size"])
+            return gc_round(p, clock, result, gc_before)
+
+        await serve_rounds_async(ctrl, run)
 
 
 @anyio_role
@@ -126,15 +169,20 @@ async def zmtp_sender(ctrl: Any, p: Params) -> None:
 
 
 def pyzmq_receiver(ctrl: Any, p: Params) -> None:
+    clock = GcClock()
     with pyzmq_socket("PULL", p["hwm"]) as sock:
         before = rss_bytes()
         ctrl.send(("ready", pyzmq_bind(sock)))
         for _ in range(p["peers"]):
             sock.recv()
         ctrl.send(("connected", {"rss_delta": rss_bytes() - before}))
-        serve_rounds_sync(
-            ctrl, lambda r: bt.timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
-        )
+
+        def run(r: Params) -> Params:
+            gc_before = gc_round_start(p, clock)
+            result = bt.timed_recv_sync(sock.recv, r["warmup"], r["count"], p["size"])
+            return gc_round(p, clock, result, gc_before)
+
+        serve_rounds_sync(ctrl, run)
 
 
 def pyzmq_sender(ctrl: Any, p: Params) -> None:
@@ -227,6 +275,7 @@ class PeersResult:
             "cpu_us_per_msg": {
                 "receiver": self.cpu_us("recv_cpu_s"),
                 "senders": self.cpu_us("send_cpu_s"),
+                "receiver_gc": self.cpu_us("recv_gc_s"),
             },
             "error": self.error,
             "runs": self.runs,
@@ -250,6 +299,7 @@ def measure(impl: Impl, res: PeersResult, args: argparse.Namespace) -> None:
     base = {
         "size": res.size,
         "hwm": args.hwm,
+        "no_gc": args.no_gc,
         "peers": res.peers,
         "processes": res.processes,
         **impl.params,
@@ -296,7 +346,7 @@ def table(results: list[PeersResult], stat: str) -> str:
     for r in results:
         rate = r.rate(stat)
         if rate is None:
-            rows.append([r.impl, str(r.peers), str(r.processes), "FAILED", *["-"] * 6])
+            rows.append([r.impl, str(r.peers), str(r.processes), "FAILED", *["-"] * 8])
             continue
         one = single.get(r.impl)
         zref = ref.get(r.peers)
@@ -304,6 +354,8 @@ def table(results: list[PeersResult], stat: str) -> str:
         rss_r = statistics.median(r.rss_recv) / 1024 if r.rss_recv else None
         rss_s = statistics.median(r.rss_send) / 1024 if r.rss_send else None
         recv_cpu = r.cpu_us("recv_cpu_s")
+        recv_gc = r.cpu_us("recv_gc_s")
+        send_cpu = r.cpu_us("send_cpu_s")
         rows.append(
             [
                 r.impl,
@@ -316,6 +368,8 @@ def table(results: list[PeersResult], stat: str) -> str:
                 "-" if rss_r is None else f"{rss_r:,.1f}",
                 "-" if rss_s is None else f"{rss_s:,.1f}",
                 "-" if recv_cpu is None else f"{recv_cpu:.2f}",
+                "-" if recv_gc is None else f"{recv_gc:.2f}",
+                "-" if send_cpu is None else f"{send_cpu:.2f}",
             ]
         )
     return render_table(
@@ -330,6 +384,8 @@ def table(results: list[PeersResult], stat: str) -> str:
             "recv RSS KiB/conn",
             "send RSS KiB/socket",
             "recv CPU µs/msg",
+            "of it GC µs/msg",
+            "senders CPU µs/msg",
         ],
         rows,
     )
@@ -350,6 +406,9 @@ def parser() -> BenchParser:
     ap.add_argument("--warmup", type=float, default=0.1, help="warm-up fraction of N")
     ap.add_argument("--pilot", type=int, default=20_000, help="messages in the pilot round")
     ap.add_argument("--hwm", type=int, default=1000)
+    ap.add_argument(
+        "--no-gc", action="store_true", help="the receiver's cyclic GC off in the timed rounds"
+    )
     ap.add_argument("--max-count", type=int, default=20_000_000)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true", help="smoke test: short rounds, 1 repeat")
@@ -393,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nmany peers -> one PULL, {args.size} B: {args.stat} of the rounds "
         f"({args.repeat} x {args.cycles} cycle(s) of ~{args.duration:g} s) at the receiver, "
-        f"HWM {args.hwm}, separate processes over tcp\n"
+        f"HWM {args.hwm}, separate processes over tcp"
+        f"{', receiver GC off' if args.no_gc else ''}\n"
     )
     tables = {"peers": table(results, args.stat)}
     print(tables["peers"])
@@ -408,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
             "cycles": args.cycles,
             "hwm": args.hwm,
+            "no_gc": args.no_gc,
             "quick": args.quick,
         },
         tables,

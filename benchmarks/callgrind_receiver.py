@@ -64,7 +64,7 @@ async def _receive(args: argparse.Namespace) -> None:
     import zmtp
 
     ctx = multiprocessing.get_context("spawn")
-    async with zmtp.Socket(zmtp.PULL) as pull:
+    async with zmtp.Socket(zmtp.PULL, read_size=args.read_size) as pull:
         endpoint = await pull.bind("tcp://127.0.0.1:*")
         proc = ctx.Process(target=_sender, args=(endpoint, args.peers, args.messages, args.size))
         proc.start()
@@ -94,14 +94,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", type=int, default=1, help="PUSH sockets sending")
     ap.add_argument("--messages", type=int, default=4000, help="M (the second run gets 2M)")
     ap.add_argument("--size", type=int, default=64)
+    ap.add_argument(
+        "--read-size",
+        type=int,
+        default=256 * 1024,
+        help="the PULL's read_size: smaller reads carry fewer messages, so comparing two sizes "
+        "gives what one read costs beyond its messages",
+    )
     ap.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     ap.add_argument("--cycles", type=int, default=1)
     ap.add_argument("--no-gc", action="store_true", help="the cyclic GC off in the receiver")
     ap.add_argument("--timeout", type=float, default=900.0, help="per valgrind run (s)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.size < 1 or args.peers < 1:
-        ap.error("--size and --peers must be >= 1")
+    if args.size < 1 or args.peers < 1 or args.read_size < 1:
+        ap.error("--size, --peers and --read-size must be >= 1")
     if args.child:
         child_main(args)
         return 0
@@ -119,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             str(args.size),
             "--backend",
             args.backend,
+            "--read-size",
+            str(args.read_size),
         ] + (["--no-gc"] if args.no_gc else [])
 
     gc_note = ", GC off" if args.no_gc else ""
@@ -126,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         HERE, trees, args.messages, child_args, args.cycles, args.timeout
     )
     print(
-        f"\npyzmq {args.peers} PUSH -> zmtp PULL, {args.size} B, {args.backend}{gc_note}: "
+        f"\npyzmq {args.peers} PUSH -> zmtp PULL, {args.size} B, {args.backend}{gc_note}, "
+        f"read_size {args.read_size}: "
         f"receiver instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
     )
     base = statistics.median(per_message[trees[0]])

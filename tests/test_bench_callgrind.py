@@ -39,10 +39,13 @@ def test_callgrind_fanout_child_delivers_everything(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("peers", [1, 4])
-def test_callgrind_receiver_child_receives_everything(backend: str, peers: int) -> None:
+@pytest.mark.parametrize(("peers", "read_size"), [(1, 256 * 1024), (4, 1024)])
+def test_callgrind_receiver_child_receives_everything(
+    backend: str, peers: int, read_size: int
+) -> None:
     """benchmarks/callgrind_receiver.py's measured program: a zmtp PULL fed by pyzmq PUSH
-    sockets in another process; it returns only once it has received every message."""
+    sockets in another process; it returns only once it has received every message (also
+    with small reads, ``--read-size``, whose frames straddle reads)."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -54,6 +57,8 @@ def test_callgrind_receiver_child_receives_everything(backend: str, peers: int) 
             str(peers),
             "--backend",
             backend,
+            "--read-size",
+            str(read_size),
         ],
         capture_output=True,
         text=True,

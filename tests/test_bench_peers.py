@@ -43,4 +43,31 @@ def test_bench_peers_runs(backend: str, tmp_path: Path) -> None:
         assert r["error"] is None and r["msgs_per_s"] > 0, r
         assert r["rss_per_connection_receiver"] is not None, r
         assert r["cpu_us_per_msg"]["receiver"] > 0 and r["cpu_us_per_msg"]["senders"] > 0, r
+        assert r["cpu_us_per_msg"]["receiver_gc"] >= 0, r
     assert "vs 1 peer" in payload["_stdout"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_bench_peers_no_gc_turns_the_receivers_collector_off(backend: str, tmp_path: Path) -> None:
+    """``--no-gc``: the receiver's timed rounds run without the cyclic GC, so the GC column
+    (measured by a ``gc.callbacks`` hook) reads exactly zero."""
+    payload = run_bench(
+        "bench_peers.py",
+        [
+            "--quick",
+            "--no-gc",
+            "--impl",
+            f"zmtp-{backend}",
+            "--peers",
+            "5",
+            "--pilot",
+            "2000",
+            "--timeout",
+            "30",
+        ],
+        tmp_path / "p.json",
+    )
+    [result] = payload["results"]
+    assert result["error"] is None and result["msgs_per_s"] > 0, result
+    assert result["cpu_us_per_msg"]["receiver_gc"] == 0.0, result
+    assert "receiver GC off" in payload["_stdout"]
