@@ -57,7 +57,7 @@ async def test_multipart_bodies_and_the_callers_list(transport: str) -> None:
         await router.send_multipart(message)
         await router.send_multipart(message)  # the same list again: unchanged by the first
         await router.send_prepared([b"d", b"prepared"])
-        await router.send_multipart((part for part in [b"d", bytearray(b"gen")]))
+        await router.send_multipart(part for part in [b"d", bytearray(b"gen")])
         assert message == [b"d", b"a", b"", b"c"]
         assert await recv_within(dealer) == [b"a", b"", b"c"]
         assert await recv_within(dealer) == [b"a", b"", b"c"]

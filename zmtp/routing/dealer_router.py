@@ -231,10 +231,16 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
         if ext is not None and not ext.can_send(pipe):
             return False
         outbox = pipe.outbox
-        if len(outbox.items) >= outbox.capacity:
+        items = outbox.items
+        if len(items) >= outbox.capacity:
             return not self._mandatory  # mandatory: wait for room; otherwise drop it
         del parts[0]
-        pipe.send(parts)
+        if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
+            items.append(parts)
+            if len(items) == 1:
+                outbox.on_data()
+        else:
+            pipe.send(parts)
         return True
 
     def _unroutable(self, parts: Message) -> bool:
