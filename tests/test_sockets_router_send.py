@@ -5,46 +5,14 @@ whole; the application's list is never changed; errors come in libzmq's order.""
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
 import zmtp
-from zmtp.testing import TIMEOUT, linked, recv_within
+from zmtp.testing import linked, recv_within
 
 pytestmark = pytest.mark.anyio
 
 TRANSPORTS = ["tcp", "inproc"]
-
-
-async def test_a_send_waiting_at_the_hwm_is_delivered_whole() -> None:
-    # inproc: its HWM is exact (a tcp peer's writer drains the outbox into the kernel).
-    opts = {"router_mandatory": True, "send_hwm": 1}
-    async with linked(
-        "ROUTER",
-        "DEALER",
-        "inproc",
-        bind_options=opts,
-        connect_options={"identity": b"d", "recv_hwm": 1},
-    ) as (router, dealer):
-        await router.send_multipart([b"d", b"1"])
-        await router.send_multipart([b"d", b"2"])  # inproc HWM = send_hwm + peer recv_hwm
-        blocked = [b"d", b"3a", b"3b"]
-        sent = anyio.Event()
-
-        async def send_blocked() -> None:
-            await router.send_multipart(blocked)
-            sent.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(send_blocked)
-            await anyio.wait_all_tasks_blocked()
-            assert not sent.is_set()
-            assert await recv_within(dealer) == [b"1"]
-            with anyio.fail_after(TIMEOUT):
-                await sent.wait()
-        assert await recv_within(dealer) == [b"2"]
-        assert await recv_within(dealer) == [b"3a", b"3b"]
-        assert blocked == [b"d", b"3a", b"3b"]  # the application's list is its own
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
