@@ -69,20 +69,9 @@ def test_callgrind_sender_child_sends_everything(backend: str, pattern: str) -> 
     """benchmarks/callgrind_sender.py's measured program: a zmtp ROUTER or DEALER sending to
     a pyzmq peer process, which reports once it has every message, or inproc PUSH -> PULL in
     one process, which receives every message."""
+    script = str(BENCHMARKS / "callgrind_sender.py")
+    options = ["--pattern", pattern, "--messages", "300", "--backend", backend]
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "callgrind_sender.py"),
-            "--child",
-            "--pattern",
-            pattern,
-            "--messages",
-            "300",
-            "--backend",
-            backend,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, script, "--child", *options], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
