@@ -272,8 +272,21 @@ async def test_router_unroutable_is_dropped_or_raises_with_mandatory() -> None:
     ) as (router, dealer):
         with pytest.raises(zmtp.HostUnreachable, match="nobody"):
             await router.send_multipart([b"nobody", b"x"])
+        # A lone frame is a usage error even when it names a known peer, and before the
+        # unknown-peer check (libzmq: EINVAL ahead of EHOSTUNREACH).
+        for lone in ([b"d"], [b"nobody"]):
+            with pytest.raises(ValueError, match="at least two parts"):
+                await router.send_multipart(lone)
+        prepared = [b"nobody", b"x"]
+        with pytest.raises(zmtp.HostUnreachable, match="nobody"):
+            await router.send_prepared(prepared)
+        assert prepared == [b"nobody", b"x"]  # a failed send leaves the message whole
+        with pytest.raises(TypeError):
+            await router.send_multipart([b"d", 5])
         await router.send_multipart([b"d", b"ok"])
+        await router.send_multipart([b"d", "str", memoryview(b"mv")])
         assert await recv_within(dealer) == [b"ok"]
+        assert await recv_within(dealer) == [b"str", b"mv"]
 
 
 async def test_router_mandatory_blocks_at_hwm_instead_of_dropping() -> None:
