@@ -8,8 +8,11 @@ the machine's load: the evidence for a change where rates are noise.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,3 +67,35 @@ def per_message_by_tree(
                 per_message[tree].append(value)
                 print(f"cycle {cycle + 1}: {tree}: {value:,.0f} Ir/msg", file=sys.stderr)
     return per_message
+
+
+def harness_parser(description: str, messages: int) -> argparse.ArgumentParser:
+    """The options every callgrind script takes: the trees, M, the message size, the backend,
+    the cycles, the per-run timeout, and the hidden ``--child`` of the measured run."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("trees", nargs="*", type=Path, help="checkouts to compare (default: this)")
+    ap.add_argument("--messages", type=int, default=messages, help="M (the second run gets 2M)")
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    ap.add_argument("--cycles", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=900.0, help="per valgrind run (s)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    return ap
+
+
+def require_valgrind() -> None:
+    if shutil.which("valgrind") is None:
+        sys.exit("error: valgrind is not installed (apt-get install valgrind)")
+
+
+def print_table(per_message: dict[Path, list[float]], trees: Sequence[Path]) -> None:
+    """One row per tree: the median instructions per message, its ratio to the first tree,
+    and every cycle's value (how much the count moved)."""
+    base = statistics.median(per_message[trees[0]])
+    print(f"| tree | Ir/msg (median) | vs {trees[0].name or trees[0]} | cycles |")
+    print("|---|---:|---:|---|")
+    for tree in trees:
+        values = per_message[tree]
+        med = statistics.median(values)
+        cycles = ", ".join(f"{v:,.0f}" for v in values)
+        print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")

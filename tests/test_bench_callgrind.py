@@ -1,7 +1,8 @@
-"""Smoke tests of benchmarks/callgrind_fanout.py and callgrind_receiver.py: their measured
-programs (``--child``: a zmtp PUB and pyzmq SUB processes, every message delivered; a zmtp PULL
-fed by pyzmq PUSH sockets) run natively here; the valgrind harness around them is not run by
-the suite (minutes under callgrind). Nothing about speed is asserted."""
+"""Smoke tests of benchmarks/callgrind_fanout.py, callgrind_receiver.py and
+callgrind_sender.py: their measured programs (``--child``: a zmtp PUB and pyzmq SUB processes,
+every message delivered; a zmtp PULL fed by pyzmq PUSH sockets; a zmtp ROUTER or DEALER with a
+pyzmq peer, or inproc in one process) run natively here; the valgrind harness around them is
+not run by the suite (minutes under callgrind). Nothing about speed is asserted."""
 
 from __future__ import annotations
 
@@ -63,5 +64,19 @@ def test_callgrind_receiver_child_receives_everything(
         capture_output=True,
         text=True,
         timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("pattern", ["router", "dealer", "inproc"])
+def test_callgrind_sender_child_sends_everything(backend: str, pattern: str) -> None:
+    """benchmarks/callgrind_sender.py's measured program: a zmtp ROUTER or DEALER sending to
+    a pyzmq peer process, which reports once it has every message, or inproc PUSH -> PULL in
+    one process, which receives every message."""
+    script = str(BENCHMARKS / "callgrind_sender.py")
+    options = ["--pattern", pattern, "--messages", "300", "--backend", backend]
+    proc = subprocess.run(
+        [sys.executable, script, "--child", *options], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

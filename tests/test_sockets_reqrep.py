@@ -272,8 +272,21 @@ async def test_router_unroutable_is_dropped_or_raises_with_mandatory() -> None:
     ) as (router, dealer):
         with pytest.raises(zmtp.HostUnreachable, match="nobody"):
             await router.send_multipart([b"nobody", b"x"])
+        # A lone frame is a usage error even when it names a known peer, and before the
+        # unknown-peer check (libzmq: EINVAL ahead of EHOSTUNREACH).
+        for lone in ([b"d"], [b"nobody"]):
+            with pytest.raises(ValueError, match="at least two parts"):
+                await router.send_multipart(lone)
+        prepared = [b"nobody", b"x"]
+        with pytest.raises(zmtp.HostUnreachable, match="nobody"):
+            await router.send_prepared(prepared)
+        assert prepared == [b"nobody", b"x"]  # a failed send leaves the message whole
+        with pytest.raises(TypeError):
+            await router.send_multipart([b"d", 5])
         await router.send_multipart([b"d", b"ok"])
+        await router.send_multipart([b"d", "str", memoryview(b"mv")])
         assert await recv_within(dealer) == [b"ok"]
+        assert await recv_within(dealer) == [b"str", b"mv"]
 
 
 async def test_router_mandatory_blocks_at_hwm_instead_of_dropping() -> None:
@@ -289,8 +302,26 @@ async def test_router_mandatory_blocks_at_hwm_instead_of_dropping() -> None:
         await router.send_multipart([b"d", b"2"])  # inproc HWM = send_hwm + peer recv_hwm
         with pytest.raises(TimeoutError):
             await router.send_multipart([b"d", b"3"])
-        assert await recv_within(dealer) == [b"1"]
-        await router.send_multipart([b"d", b"3"])
+        # A send waiting for room is delivered whole (the id frame is taken off only once
+        # the message is queued), and the application's list stays its own.
+        waiting = [b"d", b"3a", b"3b"]
+        router.set("send_timeout", None)
+        sent = anyio.Event()
+
+        async def send_waiting() -> None:
+            await router.send_multipart(waiting)
+            sent.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_waiting)
+            await anyio.wait_all_tasks_blocked()
+            assert not sent.is_set()
+            assert await recv_within(dealer) == [b"1"]
+            with anyio.fail_after(TIMEOUT):
+                await sent.wait()
+        assert await recv_within(dealer) == [b"2"]
+        assert await recv_within(dealer) == [b"3a", b"3b"]
+        assert waiting == [b"d", b"3a", b"3b"]
 
 
 async def test_router_refuses_a_duplicate_identity_with_a_reason() -> None:

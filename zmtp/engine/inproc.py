@@ -148,7 +148,8 @@ def _link(name: str, dialer: ConnectionHost, dpipe: Pipe, binder: ConnectionHost
     to_binder.items.clear()
     early: list[Message] = []
     dpipe.send = early.append
-    bpipe.send = _sender(binder, bpipe, dialer, dpipe)
+    dpipe.send_is_put = False
+    _hand_over(binder, bpipe, dialer, dpipe)
     dialer.emit(Connected(endpoint, "inproc"))
     binder.emit(Accepted(endpoint, "inproc"))
     dpeer, bpeer = _peer_info(binder, endpoint), _peer_info(dialer, endpoint)
@@ -167,7 +168,7 @@ def _link(name: str, dialer: ConnectionHost, dpipe: Pipe, binder: ConnectionHost
     if reason is not None:
         # The queue is the dialer's outbox again, waiting for a peer; what its strategy sent
         # during the refused handshake is dropped (the next link sends its own).
-        dpipe.send = dpipe.outbox.put
+        _queue_here(dpipe)
         to_binder.items.extend(backlog)
         # Unhook the refused binder pipe from the queues it shared with the dialer, or the
         # dialer's next message would wake the binder and be read from a refused peer.
@@ -182,9 +183,22 @@ def _link(name: str, dialer: ConnectionHost, dpipe: Pipe, binder: ConnectionHost
     binder.emit(HandshakeSucceeded(endpoint, bpeer))
     # Hand both over as if just sent, so that they go through the same hooks (the dialer's
     # before_send, the binder's on_receive and filtering).
-    dpipe.send = _sender(dialer, dpipe, binder, bpipe)
+    _hand_over(dialer, dpipe, binder, bpipe)
     for message in (*early, *backlog):
         dpipe.send(message)
+
+
+def _hand_over(sender: ConnectionHost, spipe: Pipe, receiver: ConnectionHost, rpipe: Pipe) -> None:
+    """Set ``spipe.send`` to :func:`_sender`'s function (and ``send_is_put``, which lets a
+    strategy inline the inbox's ``put``)."""
+    send = spipe.send = _sender(sender, spipe, receiver, rpipe)
+    spipe.send_is_put = send == spipe.outbox.put  # the peer's inbox is our outbox
+
+
+def _queue_here(pipe: Pipe) -> None:
+    """No peer: ``pipe`` queues in its own outbox until the next link."""
+    pipe.send = pipe.outbox.put
+    pipe.send_is_put = True
 
 
 def _sender(
@@ -229,10 +243,10 @@ def _unlink(dpipe: Pipe, reason: str, requeue: bool) -> None:
     shared = dpipe.outbox
     dpipe.outbox = MessageQueue(hwm_capacity(dialer.options.send_hwm))
     dpipe.outbox.on_space = shared.on_space  # the dialer's sender wake-up
-    dpipe.send = dpipe.outbox.put  # queued until the next link
+    _queue_here(dpipe)  # queued until the next link
     dpipe.inbox.on_space = _noop_data  # no producer any more
     bpipe.outbox = MessageQueue(hwm_capacity(binder.options.send_hwm))
-    bpipe.send = bpipe.outbox.put
+    _queue_here(bpipe)
     dialer.pipe_disconnected(dpipe, reason)
     binder.pipe_disconnected(bpipe, reason)
     dialer.emit(Disconnected(dpipe.endpoint, reason, "inproc"))

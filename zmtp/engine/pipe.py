@@ -41,6 +41,7 @@ class Pipe:
         "persistent",
         "routing_id",
         "send",
+        "send_is_put",
         "shared_encoding",
         "state",
         "stream",
@@ -71,6 +72,11 @@ class Pipe:
         #: For tcp/ipc this is ``outbox.put`` (the connection's writer drains it); for inproc it
         #: hands the message straight to the peer socket's receive path.
         self.send: Callable[[Message], None] = outbox.put
+        #: ``send`` is ``outbox.put`` (tcp/ipc, and an inproc link with no hooks, whose
+        #: outbox is the peer's inbox): a strategy's hot path may then append to
+        #: ``outbox.items`` itself, firing ``outbox.on_data`` on the empty -> non-empty edge
+        #: as ``put`` does, and save a call per message. Whoever sets ``send`` sets this.
+        self.send_is_put = True
         #: The outbox may hold :class:`~zmtp.protocol.frames.EncodedMessage` items, one
         #: message encoded once for many pipes by a fan-out strategy (PUB/XPUB); the writer
         #: then encodes with ``encode_shared_messages``. Off for every other pipe, whose

@@ -242,9 +242,15 @@ class LoadBalancer:
         if n == 1 and ext is None:
             pipe = pipes[0]
             outbox = pipe.outbox
-            if len(outbox.items) >= outbox.capacity:
+            items = outbox.items
+            if len(items) >= outbox.capacity:
                 return False
-            pipe.send(parts)
+            if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
+                items.append(parts)
+                if len(items) == 1:
+                    outbox.on_data()
+            else:
+                pipe.send(parts)
             return True
         start = self._next
         for i in range(n):

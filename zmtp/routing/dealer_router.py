@@ -220,20 +220,36 @@ class Router(FairQueue, IdentityRouter, GeneratedIds, RoutingStrategy):
         return not socket.is_bound(pipe.endpoint)
 
     def try_send(self, parts: Message) -> bool:
-        if len(parts) < 2:
-            raise InvalidArgument("a ROUTER message is [routing_id, part, ...]: at least two parts")
-        pipe = self.route_lookup(parts[0])
+        # The hot path of every ROUTER send: the table's dict read directly, the HWM test
+        # inlined, and the routing-id frame dropped from the socket's own list (``parts``
+        # is a fresh list the caller gives away; it is changed only once the message is
+        # queued, so a send that must wait retries with it whole).
+        pipe = self._routes.get(parts[0]) if len(parts) > 1 else None
         if pipe is None:
-            if self._mandatory:
-                raise HostUnreachable(f"no peer with routing id {parts[0]!r}")
-            return True  # unroutable: dropped, as libzmq does without ROUTER_MANDATORY
+            return self._unroutable(parts)
         ext = self.socket.extension
         if ext is not None and not ext.can_send(pipe):
             return False
-        if pipe.outbox.full:
+        outbox = pipe.outbox
+        items = outbox.items
+        if len(items) >= outbox.capacity:
             return not self._mandatory  # mandatory: wait for room; otherwise drop it
-        pipe.send(parts[1:])
+        del parts[0]
+        if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
+            items.append(parts)
+            if len(items) == 1:
+                outbox.on_data()
+        else:
+            pipe.send(parts)
         return True
+
+    def _unroutable(self, parts: Message) -> bool:
+        """``try_send`` of a message with no routing id and a part, or for no known peer."""
+        if len(parts) < 2:
+            raise InvalidArgument("a ROUTER message is [routing_id, part, ...]: at least two parts")
+        if self._mandatory:
+            raise HostUnreachable(f"no peer with routing id {parts[0]!r}")
+        return True  # unroutable: dropped, as libzmq does without ROUTER_MANDATORY
 
     def try_recv(self) -> Message | None:
         item = self.fq_recv_from()
