@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 from zmtp.options import MILLISECONDS_LOOK
 
-TIME_KNOBS = ("dead_letter_timeout", "dedup_ttl", "backoff_base", "backoff_max", "processing_timeout")
+#: The knobs in seconds (checked for pyzmq-style milliseconds).
+TIME_KNOBS = (
+    "dead_letter_timeout",
+    "dedup_ttl",
+    "backoff_base",
+    "backoff_max",
+    "processing_timeout",
+)
 
 
 @dataclass(frozen=True)
