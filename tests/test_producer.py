@@ -94,7 +94,7 @@ async def test_terminal_nack_is_a_final_dead_letter_not_resubmitted() -> None:
                 await receipt.result()
             assert failed.value.letter == letter and failed.value.attempts == 1
             assert str(failed.value) == (
-                "job [b'job'] failed (terminal_nack, peer w1, 1 attempt(s)): "
+                "job [b'job'] failed (terminal_nack, peer w1, submitted 1 time(s)): "
                 "NackError(code=2, text='bad job')"
             )
             assert receipt.attempts == 1 and runs == [[b"job"]]

@@ -55,18 +55,16 @@ class QoSCatPlugin(CatPlugin):
             "--dead-letter-timeout",
             type=_seconds,
             metavar="SECS",
-            help="level 2-3: dead-letter a message whose peer has been gone this long "
-            "(default: 60)",
+            help="dead-letter a message no peer took for this long (every level), and at "
+            "levels 2-3 the messages of a peer gone this long (default: 60)",
         )
 
     def activate(self, args: argparse.Namespace, kind: str, io: CatIO) -> CatHooks | None:
         level: int = args.qos
         if not level:
             if args.dead_letter_timeout is not None:
-                raise CatError("--dead-letter-timeout needs --qos 2 or 3")
+                raise CatError("--dead-letter-timeout needs --qos 1, 2 or 3")
             return None
-        if args.dead_letter_timeout is not None and level < 2:
-            raise CatError("--dead-letter-timeout needs --qos 2 or 3")
         config = QoSConfig()
         if args.dead_letter_timeout is not None:
             try:

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
+
+from zmtp.options import MILLISECONDS_LOOK
+
+#: The knobs in seconds (checked for pyzmq-style milliseconds).
+TIME_KNOBS = (
+    "dead_letter_timeout",
+    "dedup_ttl",
+    "backoff_base",
+    "backoff_max",
+    "processing_timeout",
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,22 @@ class QoSConfig:
         pt = self.processing_timeout
         if pt is not None and not (pt > 0 and math.isfinite(pt)):
             raise ValueError(f"processing_timeout must be positive seconds or None, not {pt!r}")
+        for name in TIME_KNOBS:
+            _warn_if_milliseconds(name, getattr(self, name))
+
+
+def _warn_if_milliseconds(name: str, value: object) -> None:
+    """Warn when a knob looks like pyzmq's milliseconds (an int of 1000 or more), as zmtp does
+    for its time options (docs/from-pyzmq.md, Units): ``dead_letter_timeout=60000`` is 16.7
+    hours here, not a minute. The value is still used as seconds; a float says "I mean it"."""
+    if type(value) is int and value >= MILLISECONDS_LOOK:
+        warnings.warn(
+            f"QoSConfig({name}={value}) is {value} seconds (times are seconds, not pyzmq's "
+            f"milliseconds): did you mean {name}={value / 1000:g}? Write {float(value)} to "
+            "keep the long time without this warning.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def backoff_delay(retries_made: int, base: float, maximum: float) -> float:

@@ -67,7 +67,7 @@ class JobFailed(DeadLetterError):
         detail = f": {letter.error}" if letter.error is not None else ""
         self.args = (
             f"job {letter.parts[:1]!r} failed ({letter.reason}, peer {letter.peer or '?'}, "
-            f"{attempts} attempt(s)){detail}",
+            f"submitted {attempts} time(s)){detail}",
         )
         self.attempts = attempts
 
@@ -85,7 +85,9 @@ class JobReceipt(Receipt):
     def __init__(self, parts: list[bytes]) -> None:
         super().__init__()
         self.parts = parts  #: the job as submitted
-        self.attempts = 0  #: sends so far: 1, plus one per resubmission
+        #: submissions so far: 1, plus one per resubmission (a worker's retries of a
+        #: retryable NACK are the QoS layer's re-sends of one submission: not counted)
+        self.attempts = 0
         #: the ``peer_timeout`` dead letters that were resubmitted, oldest first
         self.resubmissions: list[DeadLetter] = []
 
@@ -140,6 +142,11 @@ class Producer:
         kind = str(getattr(socket_type, "value", socket_type)).upper()
         if kind not in PRODUCER_TYPES:
             raise ValueError(f"a Producer is a PUSH or a SCATTER, not {kind}")
+        if "qos" in options:
+            raise TypeError(
+                "a Producer is always QoS 3 (its receipts resolve on COMP): drop qos=, or use "
+                "zmtp_qos.Socket(zmtp.PUSH, qos=...) for another level"
+            )
         if not isinstance(max_resubmits, int) or max_resubmits < 0:
             raise ValueError(f"max_resubmits must be a non-negative int, not {max_resubmits!r}")
         self.socket = Socket(socket_type, qos=3, config=config, **options)
@@ -296,7 +303,7 @@ class Producer:
             self._by_reason[outcome.reason] += 1
             if not self._letter_streams.put(outcome) and not job.observed:
                 log.warning(
-                    "job dead-lettered (%s, peer %s, %d attempt(s)%s): %r",
+                    "job dead-lettered (%s, peer %s, submitted %d time(s)%s): %r",
                     outcome.reason,
                     outcome.peer or "?",
                     job.attempts,

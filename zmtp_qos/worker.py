@@ -86,6 +86,13 @@ def _is_async(handler: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+def _boxed(function: Callable[[list[bytes]], Any], parts: list[bytes]) -> tuple[Any]:
+    """Call a synchronous handler (in its thread) and box what it returns, so that a
+    coroutine it hands back reaches the event loop to be awaited: trio's thread runner
+    refuses a function whose result is a coroutine."""
+    return (function(parts),)
+
+
 def _quantile(sorted_times: list[float], q: float) -> float | None:
     if not sorted_times:
         return None
@@ -123,6 +130,10 @@ class Worker:
         options: Mapping[str, Any] | None = None,
         confirm_timeout: float = CONFIRM_TIMEOUT,
     ) -> None:
+        if not callable(handler):
+            raise TypeError(
+                f"the handler must be a function of the job's parts, not {type(handler).__name__}"
+            )
         kind = socket_type.upper()
         if kind not in ("PULL", "GATHER"):
             raise ValueError(f"a worker receives on PULL or GATHER, not {socket_type!r}")
@@ -424,7 +435,7 @@ class Worker:
             "%s: fail after %.3f s: %s: %s -> %s",
             job,
             elapsed,
-            type(exc).__name__,
+            "timeout" if isinstance(exc, _Expired) else type(exc).__name__,
             exc,
             verdict,
             exc_info=None if expected else exc,
@@ -457,8 +468,16 @@ class Worker:
             limiter = anyio.CapacityLimiter(self.threads)
 
             async def inner(parts: list[bytes]) -> Any:
-                call = functools.partial(user, parts)
-                return await anyio.to_thread.run_sync(call, limiter=limiter, abandon_on_cancel=True)
+                call = functools.partial(_boxed, user, parts)  # trio refuses a coroutine
+                (result,) = await anyio.to_thread.run_sync(
+                    call, limiter=limiter, abandon_on_cancel=True
+                )
+                if inspect.isawaitable(result):
+                    # A plain function that hands back a coroutine (``lambda parts:
+                    # process(parts)`` over an async ``process``): the job is that
+                    # coroutine; completing it unawaited would COMP work never done.
+                    result = await result
+                return result
 
         for wrap in reversed(self._middleware):
             inner = wrap(inner)
