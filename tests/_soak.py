@@ -211,7 +211,8 @@ class Driver:
         self.victim = victim
         self.backend = backend
         self.ctx = zmq.Context()
-        self.ctx.set(zmq.MAX_SOCKETS, 2 * connections + 1000)  # (a monitor each; default 1023)
+        # (default 1023): three libzmq sockets per well-behaved peer (its monitor is two)
+        self.ctx.set(zmq.MAX_SOCKETS, 3 * connections + 4000)
         self.rng = rng
         self.connections = connections
         self.report = Report()

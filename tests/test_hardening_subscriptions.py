@@ -5,6 +5,8 @@
 * A peer with 200 000 topics that disconnects used to freeze the event loop for ~2 s while its
   topics left the trie; they now leave in slices of ``FORGET_SLICE`` per loop pass, so every
   other task runs in between (checked by sampling the trie once per loop pass, not by timing).
+  With ``xpub_manual`` too: the topics the application applied leave the trie, and the
+  unsubscriptions of what the peer asked for are delivered, in the same slices.
 """
 
 from __future__ import annotations
@@ -99,3 +101,46 @@ async def test_a_departing_peers_topics_leave_in_slices(bind_address: str) -> No
         # At most a slice or two per pass (trio runs the ready tasks in random order).
         assert max(drops) <= 2 * FORGET_SLICE, max(drops)
         assert len(drops) >= topics // (2 * FORGET_SLICE), len(drops)
+
+
+async def test_a_departing_peers_manual_subscriptions_are_undone_in_slices(
+    bind_address: str,
+) -> None:
+    topics = 200_000
+    async with zmtp.Socket(zmtp.XPUB, xpub_manual=True, max_subscriptions=0) as xpub:
+        strategy = strategy_of(xpub)
+        monitor = xpub.monitor()
+        endpoint = await xpub.bind(bind_address)
+        peer = await raw_sub(endpoint)
+
+        async def subscribe_all() -> None:
+            for start in range(0, topics, 20_000):
+                await peer.send(subscriptions(start, start + 20_000))
+
+        # The application is told of every subscription and applies every other one (manual
+        # mode applies nothing itself): the peer holds 200 000 asked for, 100 000 applied.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(subscribe_all)
+            with anyio.fail_after(120):
+                for i in range(topics):
+                    notice = await xpub.recv()
+                    assert notice[:1] == b"\x01"
+                    if i % 2:
+                        xpub.subscribe(notice[1:])
+        assert strategy.topic_count == topics // 2
+        samples: list[int] = []
+        await peer.aclose()
+        with anyio.fail_after(60):
+            await monitor.wait_for(zmtp.Disconnected)
+            samples.append(strategy.forgetting)
+            while strategy.forgetting:
+                await anyio.lowlevel.checkpoint()  # one sample per loop pass
+                samples.append(strategy.forgetting)
+        assert strategy.topic_count == 0
+        drops = [a - b for a, b in itertools.pairwise(samples)]
+        assert samples[0] > 2 * FORGET_SLICE, samples[0]  # (not all undone in one call)
+        assert max(drops) <= 2 * FORGET_SLICE, max(drops)
+        # Every topic the peer had asked for is unsubscribed, once.
+        with anyio.fail_after(60):
+            gone = {await xpub.recv() for _ in range(topics)}
+        assert gone == {b"\x00t%d" % i for i in range(topics)}

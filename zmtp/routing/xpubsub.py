@@ -21,7 +21,9 @@ which reads a pipe only as its application calls into the socket.
 A peer holds at most ``max_subscriptions`` topics (a peer asking for more is disconnected), and
 when it goes, its topics leave the trie in slices of ``FORGET_SLICE`` per event-loop pass
 (``RoutingHost.defer``), so that a peer with 200 000 topics does not freeze every other
-connection for seconds; meanwhile no message is queued for it (its outbox reads as full).
+connection for seconds; meanwhile no message is queued for it (its outbox reads as full). With
+``xpub_manual`` the same slices remove the topics the application applied for it and deliver
+the unsubscriptions of the topics it had asked for.
 """
 
 from __future__ import annotations
@@ -73,6 +75,19 @@ class _Subscriber:
 #: frames its own copy as before (the saving is a few Python operations per subscriber, while
 #: a shared encoding costs one more copy of the body and holds it while queued).
 SHARED_ENCODING_MAX = 8192
+
+
+class _Departure:
+    """What is left to undo of a departed peer (see :meth:`XPub._forget`)."""
+
+    __slots__ = ("notices", "topics")
+
+    def __init__(self, topics: list[bytes], notices: list[bytes]) -> None:
+        self.topics = topics  #: still in the trie for its pipe
+        self.notices = notices  #: xpub_manual: unsubscriptions the application is yet to get
+
+    def __len__(self) -> int:
+        return len(self.topics) + len(self.notices)
 
 
 def _subscriber(pipe: Pipe) -> _Subscriber:
@@ -130,7 +145,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._invert = opts.invert_matching
         self._max_topics = opts.max_subscriptions or math.inf
         #: Departed peers whose topics are still being removed (see _forget), with the rest.
-        self._dying: dict[Pipe, list[bytes]] = {}
+        self._dying: dict[Pipe, _Departure] = {}
         self._capacity: dict[Pipe, float] = {}  #: their outboxes' own capacity
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
@@ -223,18 +238,11 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
                 if not (first and first[0] <= 1):
                     self._deliver(message, None)
         backlog.clear()
-        trie = self._trie
-        if self._manual:
-            for topic in state.topics:
-                trie.remove(topic, pipe)
-            for topic in state.requested:
-                self._notify(None, False, topic)
-            if self._last_pipe is pipe:
-                self._last_pipe = None
-            return
-        topics = list(state.topics)
-        if len(topics) <= FORGET_SLICE:
-            self._forget_slice(pipe, topics)
+        if self._last_pipe is pipe:
+            self._last_pipe = None
+        departure = _Departure(list(state.topics), list(state.requested) if self._manual else [])
+        if len(departure) <= FORGET_SLICE:
+            self._forget_slice(pipe, departure)
             return
         # Meanwhile it takes no message: a full outbox (the send path's own HWM check, so
         # sending costs nothing more); its capacity comes back when it is forgotten.
@@ -243,22 +251,31 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         outbox.capacity = 0
         outbox.clear()
         reap = not self._dying
-        self._dying[pipe] = topics
+        self._dying[pipe] = departure
         if reap:
             self.socket.defer(self._reap)
 
-    def _forget_slice(self, pipe: Pipe, topics: list[bytes]) -> bool:
-        """Remove up to FORGET_SLICE of a departed peer's topics (from the end of
-        ``topics``); True when none are left."""
+    def _forget_slice(self, pipe: Pipe, departure: _Departure) -> bool:
+        """Undo up to FORGET_SLICE of a departed peer's subscriptions (from the end of its
+        lists); True when none are left. xpub_manual: what the application applied leaves
+        the trie silently, and each topic the peer had asked for is an unsubscription."""
         trie = self._trie
-        verbose = self._verbose_unsubs
+        topics, notices = departure.topics, departure.notices
         pop = topics.pop
-        for _ in range(min(FORGET_SLICE, len(topics))):
-            topic = pop()
-            result = trie.remove(topic, pipe)
-            if result is RemoveResult.LAST_VALUE_REMOVED or verbose:
-                self._notify(None, False, topic)
-        if topics:
+        count = min(FORGET_SLICE, len(topics))
+        if self._manual:
+            for _ in range(count):
+                trie.remove(pop(), pipe)
+        else:
+            verbose = self._verbose_unsubs
+            for _ in range(count):
+                topic = pop()
+                result = trie.remove(topic, pipe)
+                if result is RemoveResult.LAST_VALUE_REMOVED or verbose:
+                    self._notify(None, False, topic)
+        for _ in range(min(FORGET_SLICE - count, len(notices))):
+            self._notify(None, False, notices.pop())
+        if departure:
             return False
         self._dying.pop(pipe, None)
         capacity = self._capacity.pop(pipe, None)
@@ -270,8 +287,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def _reap(self) -> bool:
         """One slice of the deferred removals (``RoutingHost.defer``); True when all done."""
-        for pipe, topics in list(self._dying.items()):
-            self._forget_slice(pipe, topics)
+        for pipe, departure in list(self._dying.items()):
+            self._forget_slice(pipe, departure)
             break
         return not self._dying
 
@@ -291,6 +308,12 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
     def topic_count(self) -> int:
         """Distinct topics with at least one subscriber (diagnostics)."""
         return len(self._trie)
+
+    @property
+    def forgetting(self) -> int:
+        """Subscriptions of departed peers still to be undone (diagnostics): topics to leave
+        the trie, and with ``xpub_manual`` unsubscriptions to deliver."""
+        return sum(map(len, self._dying.values()))
 
     # ------------------------------------------------------------------ upstream
 
