@@ -70,6 +70,8 @@ class Report:
     baseline: dict[str, int] = field(default_factory=dict)
     peak_rss_kib: int = 0
     peak_peers: int = 0
+    #: The victim's event loop at its most starved: how late a 0.1 s sleep woke up (ms).
+    peak_lag_ms: int = 0
     #: (seconds into the run, RSS in KiB) every 10 s: a plateau or a slope.
     rss_samples: list[tuple[int, int]] = field(default_factory=list)
     final: dict[str, int] = field(default_factory=dict)
@@ -464,6 +466,7 @@ class Driver:
                 stats = victim.stats()
                 self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
                 self.report.peak_peers = max(self.report.peak_peers, stats["peers"])
+                self.report.peak_lag_ms = max(self.report.peak_lag_ms, stats["lag_ms"])
                 next_stats = time.monotonic() + 1.0
                 elapsed = int(seconds - (deadline - time.monotonic()))
                 if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:

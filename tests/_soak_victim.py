@@ -135,6 +135,16 @@ async def main() -> None:
                 await router.send_multipart(message)  # a full peer loses its copy (ROUTER)
                 echoed += 1
 
+        lag = [0.0]  # the event loop's longest lateness since the last ``stats``
+
+        async def sample_lag() -> None:
+            """How late a 0.1 s sleep wakes up: how starved the victim's loop is (a heartbeat
+            timeout of 1 s fires on a loop that is over 1 s late, whatever the peer did)."""
+            while True:
+                start = anyio.current_time()
+                await anyio.sleep(0.1)
+                lag[0] = max(lag[0], anyio.current_time() - start - 0.1)
+
         async def watch() -> None:
             async for event in monitor:
                 if isinstance(event, zmtp.HandshakeFailed):
@@ -142,6 +152,7 @@ async def main() -> None:
 
         tg.start_soon(echo)
         tg.start_soon(watch)
+        tg.start_soon(sample_lag)
         print(json.dumps({"tcp": tcp, "ipc": ipc}), flush=True)
         async for line in anyio.wrap_file(sys.stdin):
             command, *args = line.split()
@@ -154,7 +165,9 @@ async def main() -> None:
                     "peers": len(router.peers),
                     "echoed": echoed,
                     "ledger": len(ledger.entries),
+                    "lag_ms": int(1000 * lag[0]),
                 }
+                lag[0] = 0.0
             elif command == "forget":
                 ledger.entries.pop(args[0].encode(), None)
                 continue
