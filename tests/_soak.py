@@ -74,6 +74,8 @@ class Report:
     peak_lag_ms: int = 0
     #: (seconds into the run, RSS in KiB) every 10 s: a plateau or a slope.
     rss_samples: list[tuple[int, int]] = field(default_factory=list)
+    #: (seconds into the run, the machine's 1-minute load average) at the same moments.
+    load_samples: list[tuple[int, float]] = field(default_factory=list)
     final: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
     #: Peer processes SIGKILLed (the kernel closed their connections mid-stream).
@@ -471,6 +473,7 @@ class Driver:
                 elapsed = int(seconds - (deadline - time.monotonic()))
                 if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
                     self.report.rss_samples.append((elapsed, stats["rss_kib"]))
+                    self.report.load_samples.append((elapsed, os.getloadavg()[0]))
                     print(f"{elapsed} s: {stats}, {self.report.rounds} rounds", file=sys.stderr)
         self.release(everything=True)
         self.reap(everything=True)

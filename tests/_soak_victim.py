@@ -55,8 +55,9 @@ def task_count() -> int:
 
 
 def reason_kind(reason: str) -> str:
-    """A reason with its numbers blanked, so that the histogram of reasons stays small."""
-    return re.sub(r"\d+", "N", reason)[:100]
+    """A reason with its numbers and quoted bytes blanked, so that the histogram of reasons
+    stays small."""
+    return re.sub(r"\d+", "N", reason.split(": first bytes")[0])[:100]
 
 
 @dataclass
