@@ -103,7 +103,14 @@ class WellBehaved:
     def open(cls, ctx: zmq.Context[zmq.Socket[bytes]], name: str, endpoint: str) -> WellBehaved:
         dealer = ctx.socket(zmq.DEALER)
         dealer.routing_id = name.encode()  # the victim's ledger is kept by routing id
-        monitor = dealer.get_monitor_socket(PEER_EVENTS)
+        # Not get_monitor_socket(): libzmq's I/O thread *blocks* on a monitor pipe at its HWM
+        # (and every connection of the context with it), so this end takes any number of
+        # events (rcvhwm 0: an inproc pipe without limit); the driver drains them each second.
+        address = f"inproc://monitor-{name}"
+        dealer.monitor(address, PEER_EVENTS)
+        monitor = ctx.socket(zmq.PAIR)
+        monitor.rcvhwm = 0
+        monitor.connect(address)
         dealer.connect(endpoint)
         return cls(dealer, monitor, PeerRecord(name))
 
@@ -121,9 +128,8 @@ class WellBehaved:
             self.record.events[str(zmq.Event(event["event"]).name)] += 1
 
     def close(self) -> None:
-        self.dealer.disable_monitor()
+        self.dealer.close(linger=0)  # (ends its monitor too)
         self.monitor.close(linger=0)
-        self.dealer.close(linger=0)
 
 
 class Victim:
@@ -469,6 +475,8 @@ class Driver:
                 self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
                 self.report.peak_peers = max(self.report.peak_peers, stats["peers"])
                 self.report.peak_lag_ms = max(self.report.peak_lag_ms, stats["lag_ms"])
+                for peer in self.standing + self.pending:
+                    peer.events()
                 next_stats = time.monotonic() + 1.0
                 elapsed = int(seconds - (deadline - time.monotonic()))
                 if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
