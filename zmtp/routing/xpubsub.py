@@ -18,6 +18,11 @@ waiting, what else arrives from it stays unprocessed in its pipe's inbox, in ord
 backlog is processed and reading resumes. Subscriptions are then applied late, as in libzmq,
 which reads a pipe only as its application calls into the socket.
 
+Arriving subscriptions are applied at most ``APPLY_SLICE`` per event-loop pass (a read can
+hold 14 000 of them, a second of work on a loaded machine): past that, they wait in order in
+their pipe's inbox, as above, and a deferred task (``RoutingHost.defer``) applies the next slice
+on the next pass; the inbox's ``recv_hwm`` stops the reader meanwhile.
+
 A peer holds at most ``max_subscriptions`` topics (a peer asking for more is disconnected), and
 when it goes, its topics leave the trie in slices of ``FORGET_SLICE`` per event-loop pass
 (``RoutingHost.defer``), so that a peer with 200 000 topics does not freeze every other
@@ -54,6 +59,9 @@ if TYPE_CHECKING:
 
 #: Topics of a departed peer removed per event-loop pass (a few ms of work).
 FORGET_SLICE = 1000
+#: Subscriptions applied per event-loop pass as they arrive (upstream messages are bounded by
+#: ``recv_hwm`` instead, and cost no trie work).
+APPLY_SLICE = 1000
 
 
 class _Subscriber:
@@ -88,6 +96,12 @@ class _Departure:
 
     def __len__(self) -> int:
         return len(self.topics) + len(self.notices)
+
+
+def _subscribes(message: Message) -> bool:
+    """Whether ``message`` is a subscription (or cancel) in its ZMTP 3.0 form."""
+    first = message[0]
+    return bool(first) and first[0] <= 1
 
 
 def _subscriber(pipe: Pipe) -> _Subscriber:
@@ -147,6 +161,11 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         #: Departed peers whose topics are still being removed (see _forget), with the rest.
         self._dying: dict[Pipe, _Departure] = {}
         self._capacity: dict[Pipe, float] = {}  #: their outboxes' own capacity
+        #: Subscriptions still to apply in this event-loop pass (see the module docstring), and
+        #: the pipes whose backlog waits for the next pass.
+        self._budget = APPLY_SLICE
+        self._starved: dict[Pipe, None] = {}
+        self._passes = False  #: _next_pass is deferred
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
@@ -229,6 +248,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if not isinstance(state, _Subscriber):
             return
         pipe.state = None
+        self._starved.pop(pipe, None)
         # Input not processed yet: its upstream messages are still delivered (as an ended
         # connection's inbox is on other types); its subscriptions die with the peer.
         backlog = pipe.inbox.items
@@ -318,26 +338,47 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
     # ------------------------------------------------------------------ upstream
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        if not self.delivers_upstream:  # PUB: nothing is held for an application
-            for message in messages:
-                self._upstream(pipe, message)
-            return
-        hold = self._hold
-        state = _subscriber(pipe)
-        if pipe.inbox.items or state.held >= hold:
+        if pipe.inbox.items:
             pipe.inbox.put_many(messages)  # behind the backlog, in order
             return
+        hold = self._hold if self.delivers_upstream else math.inf  # (PUB holds nothing)
+        state = _subscriber(pipe)
         for i, message in enumerate(messages):
-            if state.held >= hold:
+            if state.held >= hold or (_subscribes(message) and not self._take_budget(pipe)):
                 pipe.inbox.put_many(messages[i:])
                 return
             self._upstream(pipe, message)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        if self.delivers_upstream and (pipe.inbox.items or _subscriber(pipe).held >= self._hold):
+        if (
+            pipe.inbox.items
+            or (self.delivers_upstream and _subscriber(pipe).held >= self._hold)
+            or (_subscribes(message) and not self._take_budget(pipe))
+        ):
             pipe.inbox.put(message)
             return
         self._upstream(pipe, message)
+
+    def _take_budget(self, pipe: Pipe) -> bool:
+        """Whether one more subscription may be applied in this loop pass; if not, ``pipe``'s
+        backlog is applied from the next pass on (:meth:`_next_pass`)."""
+        if self._budget > 0:
+            self._budget -= 1
+            return True
+        if not self._passes:
+            self._passes = True
+            self.socket.defer(self._next_pass)
+        self._starved[pipe] = None
+        return False
+
+    def _next_pass(self) -> bool:
+        """One slice of the waiting arrivals (``RoutingHost.defer``); True when none wait."""
+        self._budget = APPLY_SLICE
+        starved, self._starved = self._starved, {}
+        for pipe in starved:
+            self._drain(pipe)  # (puts itself back while its backlog outlasts the budget)
+        self._passes = bool(self._starved)
+        return not self._passes
 
     def readable(self, pipe: Pipe) -> None:
         # Input that waits unprocessed (see the module docstring), and messages an inproc peer
@@ -350,13 +391,18 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             return
         state = _subscriber(pipe)
         hold = self._hold if self.delivers_upstream else math.inf
-        while inbox.items and state.held < hold:
+        items = inbox.items
+        while items and state.held < hold:
+            if _subscribes(items[0]) and not self._take_budget(pipe):
+                return
             self._upstream(pipe, inbox.get())  # get: wakes the reader as the inbox frees
 
     def command(self, pipe: Pipe, name: bytes, data: bytes) -> bool:
         if name in (SUBSCRIBE, CANCEL):
-            if self.delivers_upstream and (
-                pipe.inbox.items or _subscriber(pipe).held >= self._hold
+            if (
+                pipe.inbox.items
+                or (self.delivers_upstream and _subscriber(pipe).held >= self._hold)
+                or not self._take_budget(pipe)
             ):
                 # Waits in order with the rest, in its ZMTP 3.0 message form (same meaning).
                 pipe.inbox.put([(b"\x01" if name == SUBSCRIBE else b"\x00") + data])
