@@ -112,11 +112,16 @@ class WellBehaved:
         monitor.rcvhwm = 0
         monitor.connect(address)
         dealer.connect(endpoint)
-        return cls(dealer, monitor, PeerRecord(name))
+        record = PeerRecord(name)
+        record.timeline.append(f"{time.time():.3f} opened {endpoint}")
+        return cls(dealer, monitor, record)
 
     def send(self, body: bytes) -> None:
         self.dealer.send(body)  # (at most 50 queued: never at sndhwm, so never dropped here)
-        self.record.sent.append(body)
+        record = self.record
+        if len(record.timeline) < 20:
+            record.timeline.append(f"{time.time():.3f} sent {body!r}")
+        record.sent.append(body)
 
     def collect(self) -> None:
         while self.dealer.poll(0):
@@ -125,7 +130,10 @@ class WellBehaved:
     def events(self) -> None:
         while self.monitor.poll(0):
             event = recv_monitor_message(self.monitor)
-            self.record.events[str(zmq.Event(event["event"]).name)] += 1
+            name = str(zmq.Event(event["event"]).name)
+            self.record.events[name] += 1
+            if len(self.record.timeline) < 20:
+                self.record.timeline.append(f"{time.time():.3f} {name}")
 
     def close(self) -> None:
         self.dealer.close(linger=0)  # (ends its monitor too)
@@ -429,6 +437,7 @@ class Driver:
                 self.report.echoed_ok += len(peer.record.sent)
                 continue
             peer.events()
+            peer.record.timeline.append(f"{time.time():.3f} judged")
             verdict: Verdict = judge(peer.record, ledger[peer.record.name])  # type: ignore[arg-type]
             self.report.echoed_ok += verdict.received
             if verdict.lost:

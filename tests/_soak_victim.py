@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
@@ -24,6 +25,8 @@ from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import Message
 from zmtp.extension import SocketExtension
 
+#: Lines of history kept per peer.
+HISTORY = 20
 #: Routing ids of the peers whose every message must come back (the soak's well-behaved ones).
 ACCOUNTED = (b"good-", b"standing-")
 
@@ -69,6 +72,11 @@ class Entry:
     delivered: int = 0  #: of those, handed to the application by ``recv``
     written: int = 0  #: echoes a connection's writer took from the outbox to write
     ends: list[str] = field(default_factory=list)  #: why each connection ended
+    #: Per connection, with ``time.time()``: its handshake (and address), its end, and what
+    #: it accepted and wrote (the first few connections only).
+    history: list[str] = field(default_factory=list)
+    #: The current connection's own counts (accepted, written).
+    current: list[int] = field(default_factory=lambda: [0, 0])
 
 
 class Ledger(SocketExtension):
@@ -95,24 +103,45 @@ class Ledger(SocketExtension):
     def pipe_connected(self, pipe: Pipe) -> None:
         peer = pipe.peer
         if peer is not None and peer.identity.startswith(ACCOUNTED):
-            self.entries.setdefault(peer.identity, Entry()).connections += 1
+            entry = self.entries.setdefault(peer.identity, Entry())
+            entry.connections += 1
+            entry.current = [0, 0]
+            if len(entry.history) < HISTORY:
+                entry.history.append(f"{time.time():.3f} handshake {pipe.endpoint} {peer.address}")
 
     def pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
         self.ends[reason_kind(reason)] += 1
         entry = self.entry(pipe)
         if entry is not None:  # (None also for a peer already forgotten)
             entry.ends.append(reason)
+            if len(entry.history) < HISTORY:
+                accepted, written = entry.current
+                entry.history.append(
+                    f"{time.time():.3f} end: {reason} (accepted {accepted}, wrote {written})"
+                )
 
     def on_receive_batch(self, pipe: Pipe, messages: list[Message]) -> list[Message]:
         entry = self.entry(pipe)
         if entry is not None:
             entry.accepted += len(messages)
+            entry.current[0] += len(messages)
         return messages
 
     def before_send_batch(self, pipe: Pipe, messages: list[Message]) -> None:
         entry = self.entry(pipe)
         if entry is not None:
             entry.written += len(messages)
+            entry.current[1] += len(messages)
+
+
+def ledger_of(entry: Entry | None) -> dict[str, object] | None:
+    """An entry as the checker reads it, the current connection's counts in its history."""
+    if entry is None:
+        return None
+    data = asdict(entry)
+    accepted, written = data.pop("current")
+    data["history"].append(f"{time.time():.3f} now (accepted {accepted}, wrote {written})")
+    return data
 
 
 async def main() -> None:
@@ -174,10 +203,7 @@ async def main() -> None:
                 continue
             elif command == "ledger":
                 entries = ledger.entries
-                answer = {
-                    name: asdict(entries[name.encode()]) if name.encode() in entries else None
-                    for name in args
-                }
+                answer = {name: ledger_of(entries.get(name.encode())) for name in args}
             elif command == "ends":
                 answer = {"disconnected": dict(ledger.ends), "handshake_failed": dict(refused)}
             else:

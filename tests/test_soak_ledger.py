@@ -22,6 +22,7 @@ def entry(accepted: int, delivered: int, written: int, *ends: str) -> dict[str, 
         "delivered": delivered,
         "written": written,
         "ends": list(ends),
+        "history": [],
     }
 
 
@@ -40,6 +41,12 @@ def test_a_shortfall_explained_by_a_connection_that_ended() -> None:
     assert verdict.lost == 0
     assert "1 never accepted, 1 echoes dropped and 1 unreceived" in verdict.explanation
     assert judge(peer(5, [0], DISCONNECTED=1), entry(1, 1, 1)).lost == 0  # the peer saw it
+
+
+def test_echoes_written_on_a_connection_the_victim_still_holds_must_arrive() -> None:
+    # The peer's own disconnect (an earlier connection) does not explain them.
+    verdict = judge(peer(6, [], DISCONNECTED=1, HANDSHAKE_FAILED_NO_DETAIL=1), entry(6, 6, 6))
+    assert verdict.lost == 6
 
 
 def test_a_peer_that_never_completed_a_handshake_lost_nothing_of_the_victims() -> None:
