@@ -149,7 +149,11 @@ async def test_a_departing_peers_manual_subscriptions_are_undone_in_slices(
     bind_address: str,
 ) -> None:
     topics = 200_000
-    async with zmtp.Socket(zmtp.XPUB, xpub_manual=True, max_subscriptions=0) as xpub:
+    # The raw peer answers no PING: a long handshake_ivl, since the XPUB's application lends
+    # its read side while it waits and a slice delivered meanwhile asks the peer for a PONG
+    # within handshake_ivl to end that read (StreamConnection.kick; libzmq answers at once).
+    options = {"xpub_manual": True, "max_subscriptions": 0, "handshake_ivl": 600.0}
+    async with zmtp.Socket(zmtp.XPUB, **options) as xpub:
         strategy = strategy_of(xpub)
         monitor = xpub.monitor()
         endpoint = await xpub.bind(bind_address)
