@@ -430,8 +430,7 @@ class Driver:
                 break
             time.sleep(0.1)
         short = [peer for peer in peers if not peer.record.whole]
-        names = " ".join(peer.record.name for peer in short)
-        ledger = self.victim.ask(f"ledger {names}") if short else {}
+        ledger = self.snapshot_ledger(short)
         for peer in peers:
             if peer.record.whole:
                 self.report.echoed_ok += len(peer.record.sent)
@@ -450,6 +449,32 @@ class Driver:
             peer.close()
         self.standing.clear()
         self.pending.clear()
+
+    def snapshot_ledger(self, short: list[WellBehaved]) -> dict[str, object]:
+        """The victim's ledger for ``short``, read so that the judgement is not racy: what the
+        victim had accepted and written at a first snapshot, what it had delivered (and how
+        its connections ended) at a second one 10 s later, and what the peers received after
+        that (an echo written before the first snapshot has had 10 s to arrive)."""
+        if not short:
+            return {}
+        names = " ".join(peer.record.name for peer in short)
+        first = self.victim.ask(f"ledger {names}")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(peer.record.whole for peer in short):
+            for peer in short:
+                peer.collect()
+            time.sleep(0.1)
+        second = self.victim.ask(f"ledger {names}")
+        for peer in short:
+            peer.collect()
+        merged: dict[str, object] = {}
+        for name, later in second.items():
+            earlier = first.get(name)
+            if isinstance(later, dict):
+                counts = earlier if isinstance(earlier, dict) else {"accepted": 0, "written": 0}
+                later = dict(later, accepted=counts["accepted"], written=counts["written"])
+            merged[name] = later
+        return merged
 
     def round(self) -> None:
         actions = [
