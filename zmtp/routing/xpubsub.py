@@ -365,10 +365,10 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if self._budget > 0:
             self._budget -= 1
             return True
+        self._starved[pipe] = None
         if not self._passes:
             self._passes = True
-            self.socket.defer(self._next_pass)
-        self._starved[pipe] = None
+            self.socket.defer(self._next_pass)  # (at once if the socket is closing)
         return False
 
     def _next_pass(self) -> bool:
