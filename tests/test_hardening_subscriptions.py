@@ -24,6 +24,8 @@ from anyio.abc import ByteStream
 
 import zmtp
 from tests.test_engine_helpers import TIMEOUT
+from zmtp.protocol import FrameDecoder
+from zmtp.protocol.frames import Command
 from zmtp.routing.xpubsub import APPLY_SLICE, FORGET_SLICE, XPub
 from zmtp.testing import wire
 
@@ -49,9 +51,29 @@ def subscriptions(start: int, stop: int) -> bytes:
     return b"".join(wire.command(b"SUBSCRIBE", b"t%d" % i) for i in range(start, stop))
 
 
-async def send_subscriptions(peer: ByteStream, topics: int) -> None:
+async def send_subscriptions(peer: ByteStream, topics: int, lock: anyio.Lock | None = None) -> None:
     for start in range(0, topics, 20_000):
-        await peer.send(subscriptions(start, start + 20_000))
+        data = subscriptions(start, start + 20_000)
+        if lock is None:
+            await peer.send(data)
+        else:
+            async with lock:
+                await peer.send(data)
+
+
+async def answer_pings(peer: ByteStream, lock: anyio.Lock) -> None:
+    """Answer the publisher's PINGs with PONGs, as a ZMTP 3.1 peer does (until cancelled)."""
+    decoder = FrameDecoder()
+    greeting = b""
+    while True:
+        data = await peer.receive()
+        if len(greeting) < 64:
+            greeting += data
+            data, greeting = greeting[64:], greeting[:64]
+        for item in decoder.feed(data):
+            if isinstance(item, Command) and item.name == b"PING":
+                async with lock:
+                    await peer.send(wire.command(b"PONG", item.data[2:]))
 
 
 async def changes_per_pass(value: Callable[[], int], until: int) -> list[int]:
@@ -150,26 +172,28 @@ async def test_a_departing_peers_manual_subscriptions_are_undone_in_slices(
     bind_address: str,
 ) -> None:
     topics = 200_000
-    # The raw peer answers no PING: a long handshake_ivl, since the XPUB's application lends
-    # its read side while it waits and a slice delivered meanwhile asks the peer for a PONG
-    # within handshake_ivl to end that read (StreamConnection.kick; libzmq answers at once).
-    options = {"xpub_manual": True, "max_subscriptions": 0, "handshake_ivl": 600.0}
-    async with zmtp.Socket(zmtp.XPUB, **options) as xpub:
+    async with zmtp.Socket(zmtp.XPUB, xpub_manual=True, max_subscriptions=0) as xpub:
         strategy = strategy_of(xpub)
         monitor = xpub.monitor()
         endpoint = await xpub.bind(bind_address)
         peer = await raw_sub(endpoint)
         # The application is told of every subscription and applies every other one (manual
         # mode applies nothing itself): the peer holds 200 000 asked for, 100 000 applied.
+        lock = anyio.Lock()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(send_subscriptions, peer, topics)
-            with anyio.fail_after(120):
+            # Like any ZMTP 3.1 peer, it answers PINGs: the XPUB's application lends its read
+            # side while it waits, and a slice delivered meanwhile ends that read by asking
+            # the peer for a PONG (StreamConnection.kick).
+            tg.start_soon(answer_pings, peer, lock)
+            tg.start_soon(send_subscriptions, peer, topics, lock)
+            with anyio.fail_after(240):
                 for i in range(topics):
                     notice = await xpub.recv()
                     assert notice[:1] == b"\x01"
                     if i % 2:
                         xpub.subscribe(notice[1:])
-        assert strategy.topic_count == topics // 2
+            assert strategy.topic_count == topics // 2
+            tg.cancel_scope.cancel()
         await peer.aclose()
         with anyio.fail_after(60):
             await monitor.wait_for(zmtp.Disconnected)
