@@ -6,9 +6,12 @@ frame headers, silent half-open connections), all at random, against one ROUTER 
 a child process, while ``--connections`` long-lived DEALERs stay connected throughout and keep
 talking.
 
-Checked: every message a well-behaved peer sent is echoed back to it (none lost); the victim's
-RSS stays bounded; once the load stops, its descriptors, tasks and peers return to their
-baseline (no leak). CI runs a short version (tests/test_hardening_soak.py); the long run:
+Checked: no message the victim accepted from a well-behaved peer is lost (tests/_soak_ledger.py
+defines "lost": accepted by the victim and never delivered to its application, or missing on a
+connection that stayed up; what a dropped connection took with it is reported, with the
+reason, apart); the victim's RSS stays bounded; once the load stops, its descriptors, tasks and
+peers return to their baseline (no leak). CI runs a short version
+(tests/test_hardening_soak.py); the long run:
 
     python -m tests._soak --minutes 10 --connections 1000 --backend trio
 """
@@ -30,23 +33,49 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from tests._soak_ledger import PeerRecord, Verdict, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 GREETING = b"\xff" + bytes(8) + b"\x7f\x03\x01NULL" + bytes(16) + b"\x00" + bytes(31)
 READY_DEALER = b"\x04\x1c\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER"
 PING = b"\x04\x07\x04PING\x00\x00"
+#: What a well-behaved peer's own monitor records (tests/_soak_ledger.py reads them).
+PEER_EVENTS = (
+    zmq.EVENT_CONNECTED
+    | zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_CONNECT_RETRIED
+    | zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+)
+#: How long a good peer waits for its echoes before it is set aside (still read) as late.
+ECHO_WAIT_MS = 10_000
 
 
 @dataclass
 class Report:
     rounds: int = 0
     echoed_ok: int = 0
+    #: Messages the victim lost (tests/_soak_ledger.py): must stay empty.
     lost: list[str] = field(default_factory=list)
+    #: Peers short of echoes for a reason that is not the victim's loss (a connection that
+    #: ended, with its reason; a handshake never completed).
+    shortfalls: list[str] = field(default_factory=list)
+    #: Good peers whose echoes took longer than ECHO_WAIT_MS (then kept, and read, to the end).
+    late: int = 0
+    #: Why the victim's connections ended (all peers, by kind), and its refused handshakes.
+    ends: dict[str, dict[str, int]] = field(default_factory=dict)
     baseline: dict[str, int] = field(default_factory=dict)
     peak_rss_kib: int = 0
     peak_peers: int = 0
+    #: The victim's event loop at its most starved: how late a 0.1 s sleep woke up (ms).
+    peak_lag_ms: int = 0
     #: (seconds into the run, RSS in KiB) every 10 s: a plateau or a slope.
     rss_samples: list[tuple[int, int]] = field(default_factory=list)
+    #: (seconds into the run, the machine's 1-minute load average) at the same moments.
+    load_samples: list[tuple[int, float]] = field(default_factory=list)
     final: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
     #: Peer processes SIGKILLed (the kernel closed their connections mid-stream).
@@ -60,6 +89,55 @@ class PeerProcess:
     proc: subprocess.Popen[bytes]
     kill_at: float
     ready: bool = False
+
+
+@dataclass
+class WellBehaved:
+    """A well-behaved peer: its socket, its own monitor and what it sent and got."""
+
+    dealer: zmq.Socket[bytes]
+    monitor: zmq.Socket[bytes]
+    record: PeerRecord
+
+    @classmethod
+    def open(cls, ctx: zmq.Context[zmq.Socket[bytes]], name: str, endpoint: str) -> WellBehaved:
+        dealer = ctx.socket(zmq.DEALER)
+        dealer.routing_id = name.encode()  # the victim's ledger is kept by routing id
+        # Not get_monitor_socket(): libzmq's I/O thread *blocks* on a monitor pipe at its HWM
+        # (and every connection of the context with it), so this end takes any number of
+        # events (rcvhwm 0: an inproc pipe without limit); the driver drains them each second.
+        address = f"inproc://monitor-{name}"
+        dealer.monitor(address, PEER_EVENTS)
+        monitor = ctx.socket(zmq.PAIR)
+        monitor.rcvhwm = 0
+        monitor.connect(address)
+        dealer.connect(endpoint)
+        record = PeerRecord(name)
+        record.timeline.append(f"{time.time():.3f} opened {endpoint}")
+        return cls(dealer, monitor, record)
+
+    def send(self, body: bytes) -> None:
+        self.dealer.send(body)  # (at most 50 queued: never at sndhwm, so never dropped here)
+        record = self.record
+        if len(record.timeline) < 20:
+            record.timeline.append(f"{time.time():.3f} sent {body!r}")
+        record.sent.append(body)
+
+    def collect(self) -> None:
+        while self.dealer.poll(0):
+            self.record.got.append(self.dealer.recv())
+
+    def events(self) -> None:
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)
+            name = str(zmq.Event(event["event"]).name)
+            self.record.events[name] += 1
+            if len(self.record.timeline) < 20:
+                self.record.timeline.append(f"{time.time():.3f} {name}")
+
+    def close(self) -> None:
+        self.dealer.close(linger=0)  # (ends its monitor too)
+        self.monitor.close(linger=0)
 
 
 class Victim:
@@ -87,6 +165,17 @@ class Victim:
         self.proc.stdin.write("stats\n")
         self.proc.stdin.flush()
         return {k: int(v) for k, v in self._read().items()}
+
+    def ask(self, command: str) -> dict[str, object]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self._read()  # type: ignore[return-value]
+
+    def forget(self, name: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"forget {name}\n")
+        self.proc.stdin.flush()
 
     def close(self) -> int:
         if self.proc.poll() is None and self.proc.stdin is not None:
@@ -140,15 +229,16 @@ class Driver:
         self.victim = victim
         self.backend = backend
         self.ctx = zmq.Context()
-        self.ctx.set(zmq.MAX_SOCKETS, connections + 1000)  # (libzmq's default is 1023)
+        # (default 1023): three libzmq sockets per well-behaved peer (its monitor is two)
+        self.ctx.set(zmq.MAX_SOCKETS, 3 * connections + 4000)
         self.rng = rng
         self.connections = connections
         self.report = Report()
         self.held: list[tuple[float, object]] = []  # (release time, socket) kept open a while
         #: Long-lived peers connected for the whole run, and what each sent and got back.
-        self.standing: list[zmq.Socket[bytes]] = []
-        self.standing_sent: list[list[bytes]] = []
-        self.standing_got: list[list[bytes]] = []
+        self.standing: list[WellBehaved] = []
+        #: Good peers still short of echoes after ECHO_WAIT_MS: read until the end.
+        self.pending: list[WellBehaved] = []
         self.churn = 50  #: short-lived peers held open at once (silent, flooding, slow)
         #: Peer processes alive: each is SIGKILLed a random while after it said ``ready``.
         self.processes: list[PeerProcess] = []
@@ -162,26 +252,35 @@ class Driver:
 
     def good_peer(self) -> None:
         """Sends a few messages, must get each one back, closes cleanly."""
-        dealer = self.ctx.socket(zmq.DEALER)
-        dealer.linger = 1000
-        dealer.rcvtimeo = 10_000
-        dealer.connect(self.endpoint())
+        name = f"good-{os.urandom(6).hex()}"
+        peer = WellBehaved.open(self.ctx, name, self.endpoint())
         n = self.rng.randint(1, 50)
-        tag = os.urandom(6).hex()
-        sent = [f"{tag}-{i}".encode() for i in range(n)]
-        for body in sent:
-            dealer.send(body)
-        got = []
-        try:
-            for _ in range(n):
-                got.append(dealer.recv())
-        except zmq.Again:
-            pass
-        if got != sent:
-            self.report.lost.append(f"{tag}: sent {n}, echoed {len(got)}")
-        else:
-            self.report.echoed_ok += n
-        dealer.close()
+        for i in range(n):
+            peer.send(f"{name}-{i}".encode())
+        deadline = time.monotonic() + ECHO_WAIT_MS / 1000
+        while len(peer.record.got) < n and time.monotonic() < deadline:
+            if peer.dealer.poll(max(1, int(1000 * (deadline - time.monotonic())))):
+                peer.collect()
+        if peer.record.whole:
+            self.whole(peer)
+        else:  # kept open and read until the end: late, or short (tests/_soak_ledger.py)
+            self.pending.append(peer)
+
+    def whole(self, peer: WellBehaved) -> None:
+        self.report.echoed_ok += len(peer.record.sent)
+        self.victim.forget(peer.record.name)
+        peer.close()
+
+    def collect_pending(self) -> None:
+        keep = []
+        for peer in self.pending:
+            peer.collect()
+            if peer.record.whole:
+                self.report.late += 1
+                self.whole(peer)
+            else:
+                keep.append(peer)
+        self.pending = keep
 
     def slow_reader(self) -> None:
         """Sends a burst and never reads; kept open for a while, then dropped."""
@@ -305,41 +404,77 @@ class Driver:
 
     def open_standing(self) -> None:
         for i in range(self.connections):
-            dealer = self.ctx.socket(zmq.DEALER)
-            dealer.linger = 0
-            dealer.connect(self.victim.endpoints["tcp" if i % 2 else "ipc"])
-            self.standing.append(dealer)
-            self.standing_sent.append([])
-            self.standing_got.append([])
+            endpoint = self.victim.endpoints["tcp" if i % 2 else "ipc"]
+            self.standing.append(WellBehaved.open(self.ctx, f"standing-{i}", endpoint))
 
     def standing_talk(self) -> None:
         """One long-lived peer sends a message; every peer collects what came back."""
-        i = self.rng.randrange(len(self.standing))
-        body = b"standing-%d-%d" % (i, len(self.standing_sent[i]))
-        self.standing[i].send(body)
-        self.standing_sent[i].append(body)
+        peer = self.rng.choice(self.standing)
+        peer.send(b"%s-%d" % (peer.record.name.encode(), len(peer.record.sent)))
         self.collect_standing()
 
     def collect_standing(self) -> None:
-        for i, dealer in enumerate(self.standing):
-            while dealer.poll(0):
-                self.standing_got[i].append(dealer.recv())
+        for peer in self.standing:
+            peer.collect()
 
-    def check_standing(self) -> None:
+    def check_well_behaved(self) -> None:
+        """Wait for the last echoes, then judge every peer still short of some with the
+        victim's ledger (before closing any: an end in the ledger is then the network's or
+        the victim's, never the driver's own close)."""
+        peers = self.standing + self.pending
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            self.collect_standing()
-            if self.standing_got == self.standing_sent:
+            for peer in peers:
+                peer.collect()
+            if all(peer.record.whole for peer in peers):
                 break
             time.sleep(0.1)
-        for i, (sent, got) in enumerate(zip(self.standing_sent, self.standing_got, strict=True)):
-            if sent != got:
-                self.report.lost.append(f"standing {i}: sent {len(sent)}, echoed {len(got)}")
+        short = [peer for peer in peers if not peer.record.whole]
+        ledger = self.snapshot_ledger(short)
+        for peer in peers:
+            if peer.record.whole:
+                self.report.echoed_ok += len(peer.record.sent)
+                continue
+            peer.events()
+            peer.record.timeline.append(f"{time.time():.3f} judged")
+            verdict: Verdict = judge(peer.record, ledger[peer.record.name])  # type: ignore[arg-type]
+            self.report.echoed_ok += verdict.received
+            if verdict.lost:
+                self.report.lost.append(verdict.summary)
             else:
-                self.report.echoed_ok += len(sent)
-        for dealer in self.standing:
-            dealer.close(linger=0)
+                self.report.shortfalls.append(verdict.summary)
+        self.report.late += sum(1 for peer in self.pending if peer.record.whole)
+        self.report.ends = self.victim.ask("ends")  # type: ignore[assignment]
+        for peer in peers:
+            peer.close()
         self.standing.clear()
+        self.pending.clear()
+
+    def snapshot_ledger(self, short: list[WellBehaved]) -> dict[str, object]:
+        """The victim's ledger for ``short``, read so that the judgement is not racy: what the
+        victim had accepted and written at a first snapshot, what it had delivered (and how
+        its connections ended) at a second one 10 s later, and what the peers received after
+        that (an echo written before the first snapshot has had 10 s to arrive)."""
+        if not short:
+            return {}
+        names = " ".join(peer.record.name for peer in short)
+        first = self.victim.ask(f"ledger {names}")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(peer.record.whole for peer in short):
+            for peer in short:
+                peer.collect()
+            time.sleep(0.1)
+        second = self.victim.ask(f"ledger {names}")
+        for peer in short:
+            peer.collect()
+        merged: dict[str, object] = {}
+        for name, later in second.items():
+            earlier = first.get(name)
+            if isinstance(later, dict):
+                counts = earlier if isinstance(earlier, dict) else {"accepted": 0, "written": 0}
+                later = dict(later, accepted=counts["accepted"], written=counts["written"])
+            merged[name] = later
+        return merged
 
     def round(self) -> None:
         actions = [
@@ -368,18 +503,23 @@ class Driver:
                 time.sleep(0.01)
             self.release()
             self.reap()
+            self.collect_pending()
             if time.monotonic() >= next_stats:
                 stats = victim.stats()
                 self.report.peak_rss_kib = max(self.report.peak_rss_kib, stats["rss_kib"])
                 self.report.peak_peers = max(self.report.peak_peers, stats["peers"])
+                self.report.peak_lag_ms = max(self.report.peak_lag_ms, stats["lag_ms"])
+                for peer in self.standing + self.pending:
+                    peer.events()
                 next_stats = time.monotonic() + 1.0
                 elapsed = int(seconds - (deadline - time.monotonic()))
                 if not self.report.rss_samples or elapsed >= self.report.rss_samples[-1][0] + 10:
                     self.report.rss_samples.append((elapsed, stats["rss_kib"]))
+                    self.report.load_samples.append((elapsed, os.getloadavg()[0]))
                     print(f"{elapsed} s: {stats}, {self.report.rounds} rounds", file=sys.stderr)
         self.release(everything=True)
         self.reap(everything=True)
-        self.check_standing()
+        self.check_well_behaved()
         # Quiesce: every connection of ours gone (handshake_ivl 3 s bounds the half-open).
         give_up = time.monotonic() + 30
         while True:

@@ -18,10 +18,17 @@ waiting, what else arrives from it stays unprocessed in its pipe's inbox, in ord
 backlog is processed and reading resumes. Subscriptions are then applied late, as in libzmq,
 which reads a pipe only as its application calls into the socket.
 
+Arriving subscriptions are applied at most ``APPLY_SLICE`` per event-loop pass (a read can
+hold 14 000 of them, a second of work on a loaded machine): past that, they wait in order in
+their pipe's inbox, as above, and a deferred task (``RoutingHost.defer``) applies the next slice
+on the next pass; the inbox's ``recv_hwm`` stops the reader meanwhile.
+
 A peer holds at most ``max_subscriptions`` topics (a peer asking for more is disconnected), and
 when it goes, its topics leave the trie in slices of ``FORGET_SLICE`` per event-loop pass
 (``RoutingHost.defer``), so that a peer with 200 000 topics does not freeze every other
-connection for seconds; meanwhile no message is queued for it (its outbox reads as full).
+connection for seconds; meanwhile no message is queued for it (its outbox reads as full). With
+``xpub_manual`` the same slices remove the topics the application applied for it and deliver
+the unsubscriptions of the topics it had asked for.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ if TYPE_CHECKING:
 
 #: Topics of a departed peer removed per event-loop pass (a few ms of work).
 FORGET_SLICE = 1000
+#: Subscriptions applied per event-loop pass as they arrive (upstream messages are bounded by
+#: ``recv_hwm`` instead, and cost no trie work).
+APPLY_SLICE = 1000
 
 
 class _Subscriber:
@@ -74,6 +84,25 @@ class _Subscriber:
 #: frames its own copy as before (the saving is a few Python operations per subscriber, while
 #: a shared encoding costs one more copy of the body and holds it while queued).
 SHARED_ENCODING_MAX = 8192
+
+
+class _Departure:
+    """What is left to undo of a departed peer (see :meth:`XPub._forget`)."""
+
+    __slots__ = ("notices", "topics")
+
+    def __init__(self, topics: list[bytes], notices: list[bytes]) -> None:
+        self.topics = topics  #: still in the trie for its pipe
+        self.notices = notices  #: xpub_manual: unsubscriptions the application is yet to get
+
+    def __len__(self) -> int:
+        return len(self.topics) + len(self.notices)
+
+
+def _subscribes(message: Message) -> bool:
+    """Whether ``message`` is a subscription (or cancel) in its ZMTP 3.0 form."""
+    first = message[0]
+    return bool(first) and first[0] <= 1
 
 
 def _subscriber(pipe: Pipe) -> _Subscriber:
@@ -131,8 +160,13 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._invert = opts.invert_matching
         self._max_topics = opts.max_subscriptions or math.inf
         #: Departed peers whose topics are still being removed (see _forget), with the rest.
-        self._dying: dict[Pipe, list[bytes]] = {}
+        self._dying: dict[Pipe, _Departure] = {}
         self._capacity: dict[Pipe, float] = {}  #: their outboxes' own capacity
+        #: Subscriptions still to apply in this event-loop pass (see the module docstring), and
+        #: the pipes whose backlog waits for the next pass.
+        self._budget = APPLY_SLICE
+        self._starved: dict[Pipe, None] = {}
+        self._passes = False  #: _next_pass is deferred
         self._last_pipe: Pipe | None = None
         #: Every attached pipe, in attach order (only needed by invert_matching).
         self._all: dict[Pipe, None] = {}
@@ -219,6 +253,7 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         if not isinstance(state, _Subscriber):
             return
         pipe.state = None
+        self._starved.pop(pipe, None)
         # Input not processed yet: its upstream messages are still delivered (as an ended
         # connection's inbox is on other types); its subscriptions die with the peer.
         backlog = pipe.inbox.items
@@ -228,18 +263,11 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
                 if not (first and first[0] <= 1):
                     self._deliver(message, None)
         backlog.clear()
-        trie = self._trie
-        if self._manual:
-            for topic in state.topics:
-                trie.remove(topic, pipe)
-            for topic in state.requested:
-                self._notify(None, False, topic)
-            if self._last_pipe is pipe:
-                self._last_pipe = None
-            return
-        topics = list(state.topics)
-        if len(topics) <= FORGET_SLICE:
-            self._forget_slice(pipe, topics)
+        if self._last_pipe is pipe:
+            self._last_pipe = None
+        departure = _Departure(list(state.topics), list(state.requested) if self._manual else [])
+        if len(departure) <= FORGET_SLICE:
+            self._forget_slice(pipe, departure)
             return
         # Meanwhile it takes no message: a full outbox (the send path's own HWM check, so
         # sending costs nothing more); its capacity comes back when it is forgotten.
@@ -249,22 +277,31 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         self._cache.invalidate()
         outbox.clear()
         reap = not self._dying
-        self._dying[pipe] = topics
+        self._dying[pipe] = departure
         if reap:
             self.socket.defer(self._reap)
 
-    def _forget_slice(self, pipe: Pipe, topics: list[bytes]) -> bool:
-        """Remove up to FORGET_SLICE of a departed peer's topics (from the end of
-        ``topics``); True when none are left."""
+    def _forget_slice(self, pipe: Pipe, departure: _Departure) -> bool:
+        """Undo up to FORGET_SLICE of a departed peer's subscriptions (from the end of its
+        lists); True when none are left. xpub_manual: what the application applied leaves
+        the trie silently, and each topic the peer had asked for is an unsubscription."""
         trie = self._trie
-        verbose = self._verbose_unsubs
+        topics, notices = departure.topics, departure.notices
         pop = topics.pop
-        for _ in range(min(FORGET_SLICE, len(topics))):
-            topic = pop()
-            result = trie.remove(topic, pipe)
-            if result is RemoveResult.LAST_VALUE_REMOVED or verbose:
-                self._notify(None, False, topic)
-        if topics:
+        count = min(FORGET_SLICE, len(topics))
+        if self._manual:
+            for _ in range(count):
+                trie.remove(pop(), pipe)
+        else:
+            verbose = self._verbose_unsubs
+            for _ in range(count):
+                topic = pop()
+                result = trie.remove(topic, pipe)
+                if result is RemoveResult.LAST_VALUE_REMOVED or verbose:
+                    self._notify(None, False, topic)
+        for _ in range(min(FORGET_SLICE - count, len(notices))):
+            self._notify(None, False, notices.pop())
+        if departure:
             return False
         self._dying.pop(pipe, None)
         capacity = self._capacity.pop(pipe, None)
@@ -277,8 +314,8 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def _reap(self) -> bool:
         """One slice of the deferred removals (``RoutingHost.defer``); True when all done."""
-        for pipe, topics in list(self._dying.items()):
-            self._forget_slice(pipe, topics)
+        for pipe, departure in list(self._dying.items()):
+            self._forget_slice(pipe, departure)
             break
         return not self._dying
 
@@ -299,29 +336,56 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         """Distinct topics with at least one subscriber (diagnostics)."""
         return len(self._trie)
 
+    @property
+    def forgetting(self) -> int:
+        """Subscriptions of departed peers still to be undone (diagnostics): topics to leave
+        the trie, and with ``xpub_manual`` unsubscriptions to deliver."""
+        return sum(map(len, self._dying.values()))
+
     # ------------------------------------------------------------------ upstream
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
-        if not self.delivers_upstream:  # PUB: nothing is held for an application
-            for message in messages:
-                self._upstream(pipe, message)
-            return
-        hold = self._hold
-        state = _subscriber(pipe)
-        if pipe.inbox.items or state.held >= hold:
+        if pipe.inbox.items:
             pipe.inbox.put_many(messages)  # behind the backlog, in order
             return
+        hold = self._hold if self.delivers_upstream else math.inf  # (PUB holds nothing)
+        state = _subscriber(pipe)
         for i, message in enumerate(messages):
-            if state.held >= hold:
+            if state.held >= hold or (_subscribes(message) and not self._take_budget(pipe)):
                 pipe.inbox.put_many(messages[i:])
                 return
             self._upstream(pipe, message)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
-        if self.delivers_upstream and (pipe.inbox.items or _subscriber(pipe).held >= self._hold):
+        if (
+            pipe.inbox.items
+            or (self.delivers_upstream and _subscriber(pipe).held >= self._hold)
+            or (_subscribes(message) and not self._take_budget(pipe))
+        ):
             pipe.inbox.put(message)
             return
         self._upstream(pipe, message)
+
+    def _take_budget(self, pipe: Pipe) -> bool:
+        """Whether one more subscription may be applied in this loop pass; if not, ``pipe``'s
+        backlog is applied from the next pass on (:meth:`_next_pass`)."""
+        if self._budget > 0:
+            self._budget -= 1
+            return True
+        self._starved[pipe] = None
+        if not self._passes:
+            self._passes = True
+            self.socket.defer(self._next_pass)  # (at once if the socket is closing)
+        return False
+
+    def _next_pass(self) -> bool:
+        """One slice of the waiting arrivals (``RoutingHost.defer``); True when none wait."""
+        self._budget = APPLY_SLICE
+        starved, self._starved = self._starved, {}
+        for pipe in starved:
+            self._drain(pipe)  # (puts itself back while its backlog outlasts the budget)
+        self._passes = bool(self._starved)
+        return not self._passes
 
     def readable(self, pipe: Pipe) -> None:
         # Input that waits unprocessed (see the module docstring), and messages an inproc peer
@@ -334,13 +398,18 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
             return
         state = _subscriber(pipe)
         hold = self._hold if self.delivers_upstream else math.inf
-        while inbox.items and state.held < hold:
+        items = inbox.items
+        while items and state.held < hold:
+            if _subscribes(items[0]) and not self._take_budget(pipe):
+                return
             self._upstream(pipe, inbox.get())  # get: wakes the reader as the inbox frees
 
     def command(self, pipe: Pipe, name: bytes, data: bytes) -> bool:
         if name in (SUBSCRIBE, CANCEL):
-            if self.delivers_upstream and (
-                pipe.inbox.items or _subscriber(pipe).held >= self._hold
+            if (
+                pipe.inbox.items
+                or (self.delivers_upstream and _subscriber(pipe).held >= self._hold)
+                or not self._take_budget(pipe)
             ):
                 # Waits in order with the rest, in its ZMTP 3.0 message form (same meaning).
                 pipe.inbox.put([(b"\x01" if name == SUBSCRIBE else b"\x00") + data])
