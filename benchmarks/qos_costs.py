@@ -81,6 +81,8 @@ def stages(level: int, rounds: int) -> dict[str, float]:
     totals = dict.fromkeys(names, 0.0)
     acks, clrs = FrameDecoder(-1, 65536), FrameDecoder(-1, 65536)
     acks.fast_commands = clrs.fast_commands = True  # as Connection.batch_commands sets it
+    acks.set_command_runs(dict(sender.command_runs()))  # and Connection.set_command_runs
+    clrs.set_command_runs(dict(receiver.command_runs()))
     counter = itertools.count()
     clock = time.process_time
     for _ in range(rounds):
