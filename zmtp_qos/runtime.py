@@ -64,9 +64,9 @@ class Entry(Receipt):
 
     def __init__(self, parts: Message) -> None:
         # Receipt's state, set here rather than through Receipt.__init__ (one call fewer).
-        self._outcome = None
+        self.outcome = None
         self._event = None
-        self._callbacks = None
+        self.watched = None
         self.observed = False
         self.parts = parts
         self.digest = b""
@@ -454,7 +454,10 @@ class QoSRuntime(SocketExtension):
                 continue  # unknown digest: ignored
             entries.pop(id(entry.parts), None)
             entry.parts = _SETTLED  # a kept receipt does not keep the message alive
-            entry.resolve(delivered)
+            if entry.watched is None:
+                entry.outcome = delivered  # nobody follows it: resolve() without the call
+            else:
+                entry.resolve(delivered)
             settled += 1
         if settled:
             self.delivered += settled
