@@ -118,7 +118,7 @@ def _socket(level: int, kind: str, linger: float = 0) -> Any:
     import zmtp
     import zmtp_qos
 
-    opts = {"send_hwm": 1000, "recv_hwm": 1000, "linger": linger}
+    opts: dict[str, Any] = {"send_hwm": 1000, "recv_hwm": 1000, "linger": linger}
     return zmtp.Socket(kind, **opts) if level < 0 else zmtp_qos.Socket(kind, qos=level, **opts)
 
 
