@@ -81,6 +81,8 @@ def stages(level: int, rounds: int) -> dict[str, float]:
     totals = dict.fromkeys(names, 0.0)
     acks, clrs = FrameDecoder(-1, 65536), FrameDecoder(-1, 65536)
     acks.fast_commands = clrs.fast_commands = True  # as Connection.batch_commands sets it
+    acks.set_command_runs(dict(sender.command_runs()))  # and Connection.set_command_runs
+    clrs.set_command_runs(dict(receiver.command_runs()))
     counter = itertools.count()
     clock = time.process_time
     for _ in range(rounds):
@@ -116,7 +118,7 @@ def _socket(level: int, kind: str, linger: float = 0) -> Any:
     import zmtp
     import zmtp_qos
 
-    opts = {"send_hwm": 1000, "recv_hwm": 1000, "linger": linger}
+    opts: dict[str, Any] = {"send_hwm": 1000, "recv_hwm": 1000, "linger": linger}
     return zmtp.Socket(kind, **opts) if level < 0 else zmtp_qos.Socket(kind, qos=level, **opts)
 
 

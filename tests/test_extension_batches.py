@@ -237,3 +237,59 @@ def test_fast_command_decoding_matches_the_general_path(seed: int) -> None:
             results.append((items, str(decoder.error)))
         assert results[0] == results[1]
         assert results[0][1] != "None" and len(results[0][0]) == len(pieces)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_command_runs_decode_to_the_same_commands(seed: int) -> None:
+    """FrameDecoder.set_command_runs: consecutive ACK frames of the registered size come as
+    CommandRun items; expanded, the items equal the general path's, with chunk boundaries
+    anywhere, other commands (an ACK of another size, a COMP, a PING) and messages between
+    them, and the same error at the end."""
+    import random
+
+    from zmtp.protocol.frames import CommandRun, FrameDecoder, encode_message, expand_runs
+
+    rng = random.Random(seed)
+    pieces = []
+    for _ in range(600):
+        kind = rng.random()
+        if kind < 0.7:
+            pieces.append(encode_command(b"ACK", b"x" + rng.randbytes(8)))
+        elif kind < 0.75:
+            pieces.append(encode_command(b"ACK", rng.randbytes(rng.randint(0, 20))))
+        elif kind < 0.8:
+            pieces.append(encode_command(b"COMP", b"x" + rng.randbytes(8)))
+        elif kind < 0.85:
+            pieces.append(encode_command(b"PING", b"\x00\x00"))
+        else:
+            pieces.append(encode_message([rng.randbytes(rng.randint(0, 40))]))
+    wire = b"".join(pieces)
+    results = []
+    runs_seen = 0
+    for runs in (False, True):
+        decoder = FrameDecoder(-1, 65536)
+        decoder.fast_commands = True
+        if runs:
+            decoder.set_command_runs({b"ACK": 9})
+        items: list = []
+        cuts = sorted(rng.sample(range(1, len(wire)), 30))
+        for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True):
+            got = decoder.feed(wire[a:b])
+            runs_seen += sum(isinstance(i, CommandRun) for i in got)
+            items += [
+                i
+                for chunk in ([i] if isinstance(i, list) else expand_runs([i]) for i in got)
+                for i in chunk
+            ]
+        items += decoder.feed(b"\x04\x01\x00")
+        results.append((items, str(decoder.error)))
+    assert results[0] == results[1]
+    assert runs_seen > 0
+    assert results[0][1] != "None" and len(results[0][0]) == len(pieces)
+
+
+def test_command_runs_refuse_a_frame_that_is_not_short() -> None:
+    from zmtp.protocol.frames import FrameDecoder
+
+    with pytest.raises(ValueError):
+        FrameDecoder().set_command_runs({b"ACK": 300})

@@ -86,3 +86,62 @@ def test_level_1_ack_settles_the_copy_sent_on_its_own_connection() -> None:
     assert runtime.tracker.entries(a) and not runtime.tracker.entries(b)
     runtime.on_command_batch(a, [ack])
     assert r1.outcome == Delivered("peer-0") and runtime.in_flight == 0
+
+
+class _Frames:
+    """Where a stub pipe's ``send_command_frames`` goes."""
+
+    def __init__(self) -> None:
+        self.out: list[bytes] = []
+
+    def send_command_frames(self, frames: list[bytes]) -> None:
+        self.out.append(b"".join(frames))
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+@pytest.mark.parametrize("unknown", [False, True])
+def test_a_run_of_acknowledgements_as_wire_bytes_settles_as_commands_do(
+    level: int, unknown: bool
+) -> None:
+    """zmtp hands a read's ACKs (COMPs) over as one CommandRun (command_runs): each known
+    digest settles its receipt, an unknown one is ignored, and at levels 2-3 exactly the
+    settled ones get a CLR echoing their data, in order (built in one piece when all are
+    known, frame by frame otherwise)."""
+    from zmtp.protocol.frames import FrameDecoder, encode_command
+    from zmtp_qos.runtime import PeerState
+
+    runtime = QoSRuntime(
+        level,
+        QoSConfig(),
+        "PUSH",
+        send_hwm=100,
+        recv_hwm=100,
+        identity=b"me",
+        on_dead_letter=lambda letter, receipt: None,
+        wake_senders=lambda: None,
+    )
+    pipe = Pipe("tcp://127.0.0.1:1", MessageQueue(10), MessageQueue(10), False)
+    state = PeerState(b"peer" if level >= 2 else None, "x", digest_x)
+    state.key = pipe if level == 1 else state.anchor
+    state.delivered = Delivered("peer")
+    pipe.extension_state = state
+    frames = _Frames()
+    pipe.stream = frames  # type: ignore[assignment]
+    messages = [[b"m%d" % i] for i in range(6)]
+    receipts = [runtime.register(m) for m in messages]
+    runtime.before_send_batch(pipe, messages)
+    refs = [b"x" + digest_x(m) for m in messages]
+    if unknown:
+        refs.insert(3, b"x" + bytes(8))
+    name = runtime.settling
+    decoder = FrameDecoder(-1, 65536)
+    decoder.fast_commands = True
+    decoder.set_command_runs(dict(runtime.command_runs()))
+    (run,) = decoder.feed(b"".join(encode_command(name, ref) for ref in refs))
+    runtime.on_command_batch(pipe, [run])
+    assert [r.outcome for r in receipts] == [Delivered("peer")] * 6
+    assert runtime.in_flight == 0
+    expected = [] if level == 1 else [b"".join(encode_command(b"CLR", r) for r in refs)]
+    if unknown and level >= 2:
+        expected = [b"".join(encode_command(b"CLR", r) for r in refs if r[1:] != bytes(8))]
+    assert frames.out == expected

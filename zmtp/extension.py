@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from .engine.pipe import Pipe
 from .engine.queue import Message
 from .monitor import PeerInfo
-from .protocol.frames import Command
+from .protocol.frames import Command, expand_runs
 
 
 class SocketExtension:
@@ -58,10 +58,23 @@ class SocketExtension:
     def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
         """A run of commands from ``pipe``'s peer (tcp/ipc: consecutive commands of one
         read), in order; the default calls :meth:`on_command` for each. inproc calls
-        :meth:`on_command` per command."""
+        :meth:`on_command` per command. Commands named in :meth:`command_runs` may come as
+        :class:`~zmtp.protocol.frames.CommandRun` items (the default expands them)."""
         on_command = self.on_command
-        for command in commands:
+        for command in expand_runs(commands):
             on_command(pipe, command.name, command.data)
+
+    def command_runs(self) -> Mapping[bytes, int]:
+        """Commands (name -> exact data size) that :meth:`on_command_batch` takes as runs.
+
+        Over tcp/ipc in clear (NULL, PLAIN), consecutive frames of such a command in one read
+        arrive as one :class:`~zmtp.protocol.frames.CommandRun` holding their wire bytes,
+        instead of a :class:`Command` each: an extension that receives a fixed-size command
+        per message it sent (an acknowledgement) can then read a read's worth with C-level
+        slicing. Frames of another size, inproc and CURVE connections still give ordinary
+        commands. Asked once per connection; the default asks for none.
+        """
+        return {}
 
     def before_send(self, pipe: Pipe, message: Message) -> None:
         """``message`` (wire parts) is about to be written to ``pipe``'s peer."""

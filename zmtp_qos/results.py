@@ -63,33 +63,30 @@ class DeadLetterError(Exception):
 class Receipt:
     """The fate of one sent message; ``await receipt`` gives its :data:`Outcome`."""
 
-    __slots__ = ("_callbacks", "_event", "_outcome", "observed")
+    __slots__ = ("_event", "observed", "outcome", "watched")
 
     def __init__(self) -> None:
-        self._outcome: Outcome | None = None
+        #: The outcome, or None while still pending (set once, by :meth:`resolve`).
+        self.outcome: Outcome | None = None
         self._event: anyio.Event | None = None
-        self._callbacks: list[Callable[[Outcome], None]] | None = None
+        #: The callbacks to run when it settles; None while nobody awaits it or asked for a
+        #: callback. The QoS runtime settles a receipt with ``watched is None`` by setting
+        #: :attr:`outcome` alone (no call per message for a receipt nobody follows).
+        self.watched: list[Callable[[Outcome], None]] | None = None
         self.observed = False  #: someone awaited it (dead letters then are not logged)
 
     @property
     def done(self) -> bool:
-        return self._outcome is not None
-
-    @property
-    def outcome(self) -> Outcome | None:
-        """The outcome, or None while still pending."""
-        return self._outcome
+        return self.outcome is not None
 
     def resolve(self, outcome: Outcome) -> bool:
         """Settle the receipt (first call wins); whether this call settled it."""
-        if self._outcome is not None:
+        if self.outcome is not None:
             return False
-        self._outcome = outcome
-        if self._event is not None:
-            self._event.set()
-        callbacks = self._callbacks
+        self.outcome = outcome
+        callbacks = self.watched
         if callbacks is not None:
-            self._callbacks = None
+            self.watched = None
             for callback in callbacks:
                 callback(outcome)
         return True
@@ -101,20 +98,25 @@ class Receipt:
         must not block or raise: hand real work to a task. This is how a wrapper such as
         :class:`zmtp_qos.Producer` follows thousands of receipts without a task per message.
         """
-        if self._outcome is not None:
-            callback(self._outcome)
+        if self.outcome is not None:
+            callback(self.outcome)
             return
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append(callback)
+        if self.watched is None:
+            self.watched = []
+        self.watched.append(callback)
 
     async def wait(self) -> Outcome:
         self.observed = True
-        while self._outcome is None:
+        while self.outcome is None:
             if self._event is None:
                 self._event = anyio.Event()
+                self.add_done_callback(self._wake)
             await self._event.wait()
-        return self._outcome
+        return self.outcome
+
+    def _wake(self, outcome: Outcome) -> None:
+        if self._event is not None:
+            self._event.set()
 
     def __await__(self) -> Generator[Any, None, Outcome]:
         return self.wait().__await__()

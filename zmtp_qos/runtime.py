@@ -38,9 +38,9 @@ from zmtp import SocketExtension
 from zmtp.engine.pipe import Pipe, PipeClosed
 from zmtp.engine.queue import Message
 from zmtp.monitor import MonitorEvent, PeerInfo
-from zmtp.protocol.frames import Command, encode_command
+from zmtp.protocol.frames import Command, CommandRun, encode_command, expand_runs
 
-from . import commands, handshake
+from . import commands, handshake, runs
 from .anchor import describe, peer_anchor
 from .codes import is_retryable
 from .config import QoSConfig, backoff_delay
@@ -64,9 +64,9 @@ class Entry(Receipt):
 
     def __init__(self, parts: Message) -> None:
         # Receipt's state, set here rather than through Receipt.__init__ (one call fewer).
-        self._outcome = None
+        self.outcome = None
         self._event = None
-        self._callbacks = None
+        self.watched = None
         self.observed = False
         self.parts = parts
         self.digest = b""
@@ -336,6 +336,16 @@ class QoSRuntime(SocketExtension):
         if entry is not None and entry.parts is message and not entry.done:
             self._settled(entry)
 
+    def command_runs(self) -> Mapping[bytes, int]:
+        """The commands that come one per message, as runs of wire bytes (zmtp's
+        :meth:`~zmtp.SocketExtension.command_runs`): the sender's ACK (COMP at level 3),
+        the level-2/3 receiver's CLR; all carry [algorithm][digest 8]."""
+        if self.sending:
+            return {self.settling: runs.REF_SIZE}
+        if self.receiving and self.level >= 2:
+            return {CLR: runs.REF_SIZE}
+        return {}
+
     def can_receive(self, pipe: Pipe) -> bool:
         gate = self.receive_gate
         return gate is None or gate()
@@ -373,12 +383,18 @@ class QoSRuntime(SocketExtension):
             if state is not None and self.receiving and state.anchor is not None:
                 self._clear_batch(pipe, state.anchor, commands)
                 return
-            for command in commands:
+            for command in expand_runs(commands):
                 self.on_command(pipe, command.name, command.data)
             return
         settling = self.settling
         run: list[bytes] = []  # the data of consecutive settling commands
         for command in commands:
+            if type(command) is CommandRun:  # ACKs (COMPs) as wire bytes: command_runs
+                if run:
+                    self._settle_run(pipe, state, run)
+                    run = []
+                self._settle_frames(pipe, state, command)
+                continue
             data = command.data
             if command.name == settling and len(data) >= 1 + DIGEST_SIZE:
                 run.append(data)
@@ -392,18 +408,7 @@ class QoSRuntime(SocketExtension):
 
     def _settle_run(self, pipe: Pipe, state: PeerState, run: list[bytes]) -> None:
         """Settle a run of ACKs (COMPs) in one tracker call, and queue their CLRs in one."""
-        found = self.tracker.settle_all(state.key, [data[1 : 1 + DIGEST_SIZE] for data in run])
-        entries = self.entries
-        delivered = state.delivered
-        before = len(entries)
-        settled = 0
-        for entry in found:
-            if entry is None:
-                continue  # unknown digest: ignored
-            entries.pop(id(entry.parts), None)
-            entry.parts = _SETTLED  # a kept receipt does not keep the message alive
-            entry.resolve(delivered)
-            settled += 1
+        found = self._settle(state, [data[1 : 1 + DIGEST_SIZE] for data in run])
         if self.level >= 2:
             self._send_frames(
                 pipe,
@@ -413,15 +418,60 @@ class QoSRuntime(SocketExtension):
                     if entry is not None
                 ],
             )
+
+    def _settle_frames(self, pipe: Pipe, state: PeerState, frames: CommandRun) -> None:
+        """:meth:`_settle_run` for a run handed over as wire bytes (:mod:`zmtp_qos.runs`):
+        the digests cut out in C, and when every one was known (the usual case) the CLRs
+        built from the frames in one piece."""
+        if frames.name != self.settling:  # the other level's command: ignored
+            return
+        found = self._settle(state, runs.digests(frames))
+        if self.level >= 2:
+            if None not in found:
+                self._send_frames(pipe, [runs.clear_frames(frames)])
+            else:
+                refs = runs.references(frames)
+                self._send_frames(
+                    pipe,
+                    [
+                        CLR_PREFIX + ref
+                        for ref, entry in zip(refs, found, strict=True)
+                        if entry is not None
+                    ],
+                )
+
+    def _settle(self, state: PeerState, digests: list[bytes]) -> list[Entry | None]:
+        """Settle the oldest entry of each digest under the peer's key (one tracker call):
+        the receipts resolve ``Delivered``; returns what each digest found (None: unknown,
+        ignored)."""
+        found = self.tracker.settle_all(state.key, digests)
+        entries = self.entries
+        delivered = state.delivered
+        before = len(entries)
+        settled = 0
+        for entry in found:
+            if entry is None:
+                continue  # unknown digest: ignored
+            entries.pop(id(entry.parts), None)
+            entry.parts = _SETTLED  # a kept receipt does not keep the message alive
+            if entry.watched is None:
+                entry.outcome = delivered  # nobody follows it: resolve() without the call
+            else:
+                entry.resolve(delivered)
+            settled += 1
         if settled:
             self.delivered += settled
             self._slots_freed(before)
+        return found
 
     def _clear_batch(self, pipe: Pipe, anchor: bytes, commands: list[Command]) -> None:
         """Receiver, levels 2-3: a run of CLRs forgets their digests in one call."""
         clr = CLR
         digests: list[bytes] = []
         for command in commands:
+            if type(command) is CommandRun:  # CLRs as wire bytes (command_runs)
+                digests.extend(runs.digests(command))
+                continue
             data = command.data
             if command.name == clr and len(data) >= 1 + DIGEST_SIZE:
                 digests.append(data[1 : 1 + DIGEST_SIZE])

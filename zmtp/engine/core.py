@@ -31,7 +31,7 @@ from ..errors import CLOSED, NEVER_OPENED, SocketClosed
 from ..monitor import Closed, Monitor, MonitorEvent, MonitorStopped, PeerInfo
 from ..options import Options, hwm_capacity
 from ..protocol.errors import UsageError
-from ..protocol.frames import Command
+from ..protocol.frames import Command, expand_runs
 from ..protocol.mechanism import Mechanism
 from ..routing import STRATEGIES, RoutingStrategy
 from . import inproc
@@ -544,6 +544,7 @@ class SocketCore:
         strategy does not consume go to the extension's ``on_command_batch`` in one call."""
         strategy = self.strategy
         if type(strategy).command is not RoutingStrategy.command:  # SUB, XPUB, RADIO, DISH...
+            commands = expand_runs(commands)  # the strategy sees each command
             commands = [c for c in commands if not strategy.command(pipe, c.name, c.data)]
         if commands and self.extension is not None:
             self.extension.on_command_batch(pipe, commands)

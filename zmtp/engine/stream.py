@@ -129,6 +129,8 @@ class StreamConnection:
         )
         # An extension may answer every message with a command (QoS ACKs): it gets them in runs.
         self.conn.batch_commands = socket.extension is not None
+        if socket.extension is not None:
+            self.conn.set_command_runs(socket.extension.command_runs())
         self.handshaken = False
         self.end_reason = ""
         self.end_kind = "closed"

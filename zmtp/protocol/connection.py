@@ -150,6 +150,13 @@ class Connection:
         self._batch_commands = value
         self._decoder.fast_commands = value
 
+    def set_command_runs(self, runs: Mapping[bytes, int]) -> None:
+        """With :attr:`batch_commands`: consecutive commands named in ``runs`` (name -> their
+        exact data size) of one read arrive as one :class:`~zmtp.protocol.frames.CommandRun`
+        (their wire bytes) in the ``CommandsReceived`` run, instead of a ``Command`` each.
+        Only frames in clear (NULL, PLAIN) are taken so; under CURVE they stay commands."""
+        self._decoder.set_command_runs(dict(runs))
+
     # ------------------------------------------------------------------ output
 
     def data_to_send(self) -> bytes:

@@ -250,6 +250,49 @@ class Command:
     __hash__ = None  # type: ignore[assignment]
 
 
+class CommandRun(Command):
+    """Consecutive command frames of one name and one fixed size, from one read, handed on
+    as their wire bytes instead of a :class:`Command` each (``Connection.command_runs``).
+
+    ``data`` is ``count`` whole frames, ``frame_size`` bytes each (header included): the
+    ``i``-th frame's command data is ``data[i * frame_size + offset : (i + 1) * frame_size]``
+    with ``offset = frame_size - data_size``. A receiver of every message's acknowledgement
+    can then read a run with C-level slicing (``struct.iter_unpack``) instead of a Python
+    object per frame. :meth:`commands` gives the ordinary form.
+    """
+
+    __slots__ = ("count", "frame_size")
+
+    def __init__(self, name: bytes, data: bytes, frame_size: int) -> None:
+        self.name = name
+        self.data = data
+        self.frame_size = frame_size
+        self.count = len(data) // frame_size
+
+    def commands(self) -> list[Command]:
+        """The run as one :class:`Command` per frame."""
+        data, size = self.data, self.frame_size
+        offset = 3 + len(self.name)  # flags, size, name length, name
+        name = self.name
+        return [Command(name, data[i + offset : i + size]) for i in range(0, len(data), size)]
+
+    def __repr__(self) -> str:
+        return f"CommandRun({self.name!r}, {self.count} x {self.frame_size} B)"
+
+
+def expand_runs(commands: list[Command]) -> list[Command]:
+    """``commands`` with every :class:`CommandRun` replaced by its frames' commands."""
+    if not any(type(c) is CommandRun for c in commands):
+        return commands
+    out: list[Command] = []
+    for command in commands:
+        if isinstance(command, CommandRun):
+            out.extend(command.commands())
+        else:
+            out.append(command)
+    return out
+
+
 def parse_command(body: bytes) -> Command:
     """Split a command body into name and data (RFC 37: ``name-len name data``)."""
     if not body:
@@ -337,6 +380,7 @@ class FrameDecoder:
         "_limit",
         "_max",
         "_parts",
+        "_runs",
         "_tail",
         "_tail_size",
         "_transform",
@@ -368,6 +412,9 @@ class FrameDecoder:
         self._batch: BatchDecode | None = None
         #: Split short command frames on a fast path too (set by Connection.batch_commands).
         self.fast_commands = False
+        #: On that fast path, the frame headers (flags, size, name length, name) of the
+        #: commands delivered as :class:`CommandRun` (set by Connection.command_runs).
+        self._runs: dict[bytes, bytes] | None = None
         #: True when the last :meth:`feed` returned messages only, no :class:`Command`: the
         #: connection can then hand its list on whole instead of sorting it item by item (the
         #: receive path's second per-message loop). False whenever a command may be in it
@@ -386,6 +433,18 @@ class FrameDecoder:
         self._transform = value
         # Duck-typed so that installing a transform stays one assignment for the connection.
         self._batch = getattr(value, "decode_batch", None)
+
+    def set_command_runs(self, runs: dict[bytes, int]) -> None:
+        """Deliver consecutive short command frames named in ``runs`` (name -> exact data
+        size) as one :class:`CommandRun` each, on the fast command path (no transform);
+        frames of another size stay ordinary commands. Empty: none."""
+        headers: dict[bytes, bytes] = {}
+        for name, data_size in runs.items():
+            body = 1 + len(name) + data_size
+            if not name or len(name) > 255 or data_size < 0 or body > 255:
+                raise ValueError(f"a command run needs a short frame: {name!r}, {data_size}")
+            headers[bytes((COMMAND, body, len(name))) + name] = name
+        self._runs = headers or None
 
     @property
     def max_message_size(self) -> int:
@@ -513,6 +572,7 @@ class FrameDecoder:
         # Short command frames split in place too, for connections that asked for it (a
         # socket with an extension: QoS receives a command per message it sent).
         fast_commands = fast and self.fast_commands
+        runs = self._runs if fast_commands else None
         while True:
             if fast and not parts:
                 # The run of short single-part data frames (flags 0) that makes up most reads,
@@ -545,6 +605,11 @@ class FrameDecoder:
                     if size and 0 < buf[start] < size:
                         n = start + 1 + buf[start]
                         self.messages_only = False
+                        if runs is not None:
+                            name = runs.get(buf[pos:n])
+                            if name is not None:
+                                pos = self._take_run(buf, pos, n - pos, 2 + size, name, out)
+                                continue
                         append(Command(buf[start + 1 : n], buf[n:stop]))
                         pos = stop
                         continue
@@ -591,6 +656,29 @@ class FrameDecoder:
                 append([body])
         self._parts = parts
         self._buf = buf[pos:] if pos < end else b""
+
+    @staticmethod
+    def _take_run(
+        buf: bytes, pos: int, header_size: int, frame_size: int, name: bytes, out: list[Item]
+    ) -> int:
+        """The run of complete frames at ``pos`` that share its header (the first is one),
+        appended as one :class:`CommandRun`; returns the position after it.
+
+        The common case (every complete frame left in the read is one of them) is checked
+        with one strided slice per header byte, in C; otherwise frame by frame."""
+        count = (len(buf) - pos) // frame_size
+        stop = pos + count * frame_size
+        header = buf[pos : pos + header_size]
+        if count > 1:
+            for i in range(header_size):
+                if buf[pos + i : stop : frame_size].count(header[i]) != count:
+                    end = pos + frame_size
+                    while end < stop and buf.startswith(header, end):
+                        end += frame_size
+                    stop = end
+                    break
+        out.append(CommandRun(name, buf[pos:stop], frame_size))
+        return stop
 
     def _too_large(self, size: int) -> MessageTooLarge:
         if self._max >= 0:
