@@ -124,4 +124,4 @@ class Receipt:
     def __repr__(self) -> str:
         # What a user printing a receipt wants to see: pending, or what it resolved to (the
         # class a sender hands out is a subclass, the tracker's entry: name the concept).
-        return f"<Receipt {'pending' if self._outcome is None else repr(self._outcome)}>"
+        return f"<Receipt {'pending' if self.outcome is None else repr(self.outcome)}>"
