@@ -86,6 +86,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("zmtp")
 
+#: The longest a resting lease keeps the reader parked (see the module docstring, lent
+#: reads): how late a peer's PING is answered, or its disconnect noticed, while an
+#: application that was ping-ponging does something else. A ping-pong wakes the reader once
+#: per this interval instead of once per round trip.
+_LEASE_RECHECK = 0.005
 _MAX_BATCH_MESSAGES = 4096
 _MAX_BATCH_BYTES = 1 << 20
 _STREAM_ERRORS: tuple[type[Exception], ...] = (
@@ -332,17 +337,28 @@ class StreamConnection:
         cancelled receive consumes nothing, and the lease goes back to the reader either way.
         """
         self._lent = True
+        data = None
         try:
-            return await self.stream.receive(self._read_size)
+            data = await self.stream.receive(self._read_size)
+            return data
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
             return None
         finally:
             self._lent = self._kicked = False
-            wakeup = self._lease_wakeup
-            if wakeup is not None:
-                self._lease_wakeup = None
-                wakeup.set()
+            if data is None:  # cancelled or ended: the read side goes back to the reader now
+                self.rouse_reader()
+            # Else the lease rests (see the module docstring): the application is about to
+            # come back for the next read, and waking the reader only to park it again would
+            # cost a task switch per round trip.
+
+    def rouse_reader(self) -> None:
+        """Give the read side back to the reader now (a resting lease: the socket's recv is
+        waiting without lending, see :meth:`SocketCore.recv_wakeup`)."""
+        wakeup = self._lease_wakeup
+        if wakeup is not None and not self._lent:
+            self._lease_wakeup = None
+            wakeup.set()
 
     def process_lent(self, data: bytes) -> None:
         """Apply a lent read's bytes (delivers messages to the pipe like the reader does; no
@@ -364,9 +380,14 @@ class StreamConnection:
             self._rearm_timer()
 
     async def _wait_lease_returned(self) -> None:
-        while self._lent:
+        """Park while the application holds the read side, and while the lease rests after
+        a lent read that brought data: until :meth:`rouse_reader` or, at the latest,
+        :data:`_LEASE_RECHECK` seconds (the read loop then parks again if it is lent once
+        more, else reads)."""
+        with anyio.move_on_after(_LEASE_RECHECK):
             self._lease_wakeup = anyio.Event()
             await self._lease_wakeup.wait()
+        self._lease_wakeup = None
 
     async def _wait_inbox_space(self, pipe: Pipe) -> None:
         """Back-pressure: stop reading while the application has recv_hwm messages waiting."""
