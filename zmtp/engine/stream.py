@@ -37,8 +37,14 @@ just received answers and asks again without yielding (the ping-pong of REQ/REP,
 PAIR): after a delivery to a waiting receiver, the reader yields until the application has
 taken its message (one yield on asyncio, up to two on trio whose ready tasks run in random
 order), so that it can come back to a free read side. The reader parks while the lease is
-held and is woken when it is returned, so a connection whose application stops receiving is
-read as before (PINGs answered, disconnects noticed, the inbox filled to ``recv_hwm``). A
+held. A lease returned by a read that was cancelled or ended wakes it at once; one returned
+by a read that brought data *rests*: the application is about to answer and ask again, and
+waking the reader only for it to park again cost a task switch and an event per round trip
+(a third of a trio round trip's task steps). A resting lease goes back to the reader as soon
+as the socket waits for a message without lending (``SocketCore.recv_wakeup``: several peers,
+a closed read gate, ``wait_readable``), and at the latest after ``_LEASE_RECHECK`` (5 ms), so
+a connection whose application stops receiving is read as before (PINGs answered,
+disconnects noticed, the inbox filled to ``recv_hwm``), only up to 5 ms later. A
 lent read is cancel-safe (a cancelled receive consumes nothing: timeouts and cancels come from
 the caller's scopes). It has no cancel scope of its own, which would cost more than the loop
 pass it saves (measured on trio: a lent read inside a scope was slower than no lent read): a
