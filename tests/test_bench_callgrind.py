@@ -1,8 +1,8 @@
 """Smoke tests of benchmarks/callgrind_fanout.py, callgrind_receiver.py and
 callgrind_roundtrip.py: their measured programs (``--child``: a zmtp PUB and pyzmq SUB
 processes, every message delivered; a zmtp PULL fed by pyzmq PUSH sockets; one ping-pong side
-against a native peer, in its counting mode) run natively here; the valgrind harness around them is not run by
-the suite (minutes under callgrind). Nothing about speed is asserted."""
+against a native peer, in its counting mode) run natively here; the valgrind harness around
+them is not run by the suite (minutes under callgrind). Nothing about speed is asserted."""
 
 from __future__ import annotations
 
