@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,3 +65,17 @@ def per_message_by_tree(
                 per_message[tree].append(value)
                 print(f"cycle {cycle + 1}: {tree}: {value:,.0f} Ir/msg", file=sys.stderr)
     return per_message
+
+
+def print_tree_table(per_tree: dict[Path, list[float]], unit: str) -> None:
+    """The table every callgrind script ends with: per tree the median of its cycles, the
+    ratio to the first tree, and every cycle's value (``unit``: the column's name)."""
+    trees = list(per_tree)
+    base = statistics.median(per_tree[trees[0]])
+    print(f"| tree | {unit} (median) | vs {trees[0].name or trees[0]} | cycles |")
+    print("|---|---:|---:|---|")
+    for tree in trees:
+        values = per_tree[tree]
+        med = statistics.median(values)
+        cycles = ", ".join(f"{v:,.0f}" for v in values)
+        print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")

@@ -24,13 +24,12 @@ import argparse
 import gc
 import multiprocessing
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import per_message_by_tree
+from _callgrind import per_message_by_tree, print_tree_table
 
 HERE = Path(__file__).resolve()
 
@@ -129,14 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\npyzmq {args.peers} PUSH -> zmtp PULL, {args.size} B, {args.backend}{gc_note}: "
         f"receiver instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
     )
-    base = statistics.median(per_message[trees[0]])
-    print(f"| tree | Ir/msg (median) | vs {trees[0].name or trees[0]} | cycles |")
-    print("|---|---:|---:|---|")
-    for tree in trees:
-        values = per_message[tree]
-        med = statistics.median(values)
-        cycles = ", ".join(f"{v:,.0f}" for v in values)
-        print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")
+    print_tree_table(per_message, "Ir/msg")
     return 0
 
 

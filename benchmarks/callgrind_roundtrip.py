@@ -31,7 +31,6 @@ import multiprocessing
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import per_message_by_tree
+from _callgrind import per_message_by_tree, print_tree_table
 
 HERE = Path(__file__).resolve()
 SIDES = ("req", "rep", "raw-client", "raw-server")
@@ -349,14 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{args.side} on {args.backend}, {args.size} B: instructions per round trip of the "
         f"measured side ((Ir(2M) - Ir(M)) / M, M = {args.n})\n"
     )
-    base = statistics.median(per_rt[trees[0]])
-    print(f"| tree | Ir/round trip (median) | vs {trees[0].name or trees[0]} | cycles |")
-    print("|---|---:|---:|---|")
-    for tree in trees:
-        values = per_rt[tree]
-        med = statistics.median(values)
-        cycles = ", ".join(f"{v:,.0f}" for v in values)
-        print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")
+    print_tree_table(per_rt, "Ir/round trip")
     return 0
 
 
