@@ -40,7 +40,9 @@ order), so that it can come back to a free read side. The reader parks while the
 held. A lease returned by a read that was cancelled or ended wakes it at once; one returned
 by a read that brought data *rests*: the application is about to answer and ask again, and
 waking the reader only for it to park again cost a task switch and an event per round trip
-(a third of a trio round trip's task steps). A resting lease goes back to the reader as soon
+(a third of a trio round trip's task steps). Only on a socket that can answer: a receive-only
+one (PULL, SUB) has no ping-pong, and its reader reading ahead while the application consumes
+is worth more than the switch. A resting lease goes back to the reader as soon
 as the socket waits for a message without lending (``SocketCore.recv_wakeup``: several peers,
 a closed read gate, ``wait_readable``), and at the latest after ``_LEASE_RECHECK`` (5 ms), so
 a connection whose application stops receiving is read as before (PINGs answered,
@@ -176,6 +178,10 @@ class StreamConnection:
         self._lent = False
         self._kicked = False
         self._lease_wakeup: anyio.Event | None = None
+        #: Whether a lease rests after a lent read that brought data: only on a socket that
+        #: can answer (a ping-pong); a receive-only one (PULL, SUB) keeps its reader reading
+        #: ahead while the application consumes (callgrind_receiver.py: +8 % otherwise).
+        self._lease_rests = socket.strategy.can_send
         #: Back-pressure on control replies (see _wait_replies_written): whether the writer is
         #: inside a write of control output only (no messages) that the peer has not taken
         #: yet, and the reader's wakeup while it waits for that write to finish.
@@ -352,8 +358,8 @@ class StreamConnection:
             return None
         finally:
             self._lent = self._kicked = False
-            if data is None:  # cancelled or ended: the read side goes back to the reader now
-                self.rouse_reader()
+            if data is None or not self._lease_rests:  # cancelled or ended, or a receive-only
+                self.rouse_reader()  # socket (no ping-pong): the reader gets it back now
             # Else the lease rests (see the module docstring): the application is about to
             # come back for the next read, and waking the reader only to park it again would
             # cost a task switch per round trip.
