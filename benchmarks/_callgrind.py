@@ -88,14 +88,20 @@ def require_valgrind() -> None:
         sys.exit("error: valgrind is not installed (apt-get install valgrind)")
 
 
-def print_table(per_message: dict[Path, list[float]], trees: Sequence[Path]) -> None:
-    """One row per tree: the median instructions per message, its ratio to the first tree,
-    and every cycle's value (how much the count moved)."""
-    base = statistics.median(per_message[trees[0]])
-    print(f"| tree | Ir/msg (median) | vs {trees[0].name or trees[0]} | cycles |")
+def print_tree_table(per_tree: dict[Path, list[float]], unit: str) -> None:
+    """The table every callgrind script ends with: per tree the median of its cycles, the
+    ratio to the first tree, and every cycle's value (``unit``: the column's name)."""
+    trees = list(per_tree)
+    base = statistics.median(per_tree[trees[0]])
+    print(f"| tree | {unit} (median) | vs {trees[0].name or trees[0]} | cycles |")
     print("|---|---:|---:|---|")
     for tree in trees:
-        values = per_message[tree]
+        values = per_tree[tree]
         med = statistics.median(values)
         cycles = ", ".join(f"{v:,.0f}" for v in values)
         print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")
+
+
+def print_table(per_message: dict[Path, list[float]], trees: Sequence[Path]) -> None:
+    """:func:`print_tree_table` of instructions per message, rows in the order of ``trees``."""
+    print_tree_table({tree: per_message[tree] for tree in trees}, "Ir/msg")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import per_message_by_tree, print_table
+from _callgrind import per_message_by_tree, print_tree_table
 
 HERE = Path(__file__).resolve()
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         f"read_size {args.read_size}: "
         f"receiver instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
     )
-    print_table(per_message, trees)
+    print_tree_table(per_message, "Ir/msg")
     return 0
 
 

@@ -1,8 +1,9 @@
 """Smoke tests of benchmarks/callgrind_fanout.py, callgrind_receiver.py and
-callgrind_sender.py: their measured programs (``--child``: a zmtp PUB and pyzmq SUB processes,
-every message delivered; a zmtp PULL fed by pyzmq PUSH sockets; a zmtp ROUTER or DEALER with a
-pyzmq peer, or inproc in one process) run natively here; the valgrind harness around them is
-not run by the suite (minutes under callgrind). Nothing about speed is asserted."""
+callgrind_sender.py and callgrind_roundtrip.py: their measured programs (``--child``: a zmtp
+PUB and pyzmq SUB processes, every message delivered; a zmtp PULL fed by pyzmq PUSH sockets; a
+zmtp ROUTER or DEALER with a pyzmq peer, or inproc in one process; one ping-pong side against a
+native peer, in its counting mode) run natively here; the valgrind harness around them is not
+run by the suite (minutes under callgrind). Nothing about speed is asserted."""
 
 from __future__ import annotations
 
@@ -80,3 +81,33 @@ def test_callgrind_sender_child_sends_everything(backend: str, pattern: str) -> 
         [sys.executable, script, "--child", *options], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("side", ["req", "rep", "raw-client", "raw-server"])
+def test_callgrind_roundtrip_counts_every_side(backend: str, side: str) -> None:
+    """benchmarks/callgrind_roundtrip.py's counting mode (the measured side natively, twice,
+    against a native peer): it completes every round trip and prints its per-round-trip
+    counts, calls included."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "callgrind_roundtrip.py"),
+            "--mode",
+            "counts",
+            "--calls",
+            "--top",
+            "3",
+            "--n",
+            "100",
+            "--side",
+            side,
+            "--backend",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "event-loop passes" in proc.stdout and "functions called" in proc.stdout

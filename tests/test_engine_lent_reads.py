@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 import zmtp
+from zmtp.engine import stream as stream_module
 from zmtp.engine.stream import StreamConnection
 from zmtp.testing import TIMEOUT, RawPeer, bindable, linked, raw_server, recv_within, wait_event
 from zmtp.testing.pyzmq_sockets import zmq_module, zrecv, zsend, zsocket
@@ -198,6 +199,28 @@ async def test_the_reader_answers_pings_once_the_application_stops_receiving() -
         await peer.send(command(b"PING", b"\x00\x00ctx"))
         assert await peer.read_command() == (b"PONG", b"ctx")
         await peer.send(b"\x00\x05later")
+        assert await recv_within(sock) == [b"later"]
+
+
+async def test_a_resting_lease_goes_back_to_the_reader_when_the_socket_waits_otherwise(
+    monkeypatch: pytest.MonkeyPatch, anyio_backend: str
+) -> None:
+    # After a lent read that delivered, the reader is not woken (the lease rests: the
+    # application usually asks again at once). A wait that does not lend (Poller's
+    # wait_readable here) must hand the read side back at once, not after the recheck.
+    monkeypatch.setattr(stream_module, "_LEASE_RECHECK", 3600.0)
+    async with raw_server() as server, zmtp.Socket(zmtp.PAIR, linger=0) as sock:
+        await sock.connect(server.endpoint)
+        peer = await server.accept()
+        await peer.handshake("PAIR")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(steady_recv, sock)
+            await raw_steady_recv(peer, sock)
+            await peer.send(b"\x00\x04last")  # steady_recv's lent read delivers it: rests
+        assert sock.engine.resting_lender is not None
+        await peer.send(b"\x00\x05later")
+        with anyio.fail_after(TIMEOUT):
+            await sock.wait_readable()
         assert await recv_within(sock) == [b"later"]
 
 

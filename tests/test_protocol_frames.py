@@ -156,6 +156,21 @@ def test_multipart_assembled_across_feeds() -> None:
     assert decoder.feed(b"\x00\x01b") == [[b"a", b"", b"b"]]
 
 
+def test_short_multipart_messages_decode_alike_at_every_cut() -> None:
+    # The short-multipart fast path (REQ/REP envelopes) hands a complete message on whole
+    # and leaves every other case (cut inside it, a long or command frame in it) to the
+    # general path: every split of one read into two must give the same items.
+    messages = [[b"", b"req"], [b"x"], [b"", b"a" * 300], [b"a", b"", b"b"], [b"", b"z"]]
+    ping = encode_command(b"PING", b"\x00\x00")
+    wire = encode_message(messages[0]) + encode_message(messages[1])
+    wire += encode_message(messages[2]) + b"\x01\x01a" + ping + b"\x01\x00\x00\x01b"
+    wire += encode_message(messages[4])
+    expected = [*messages[:3], parse_command(ping[2:]), messages[3], messages[4]]
+    assert FrameDecoder().feed(wire) == expected
+    for cut in range(1, len(wire)):
+        assert feed_at_cuts(wire, [cut]) == expected, cut
+
+
 def test_several_messages_in_one_feed_come_out_in_order() -> None:
     wire = encode_messages([[b"1"], [b"2", b"3"], [b"4"]])
     assert FrameDecoder().feed(wire) == [[b"1"], [b"2", b"3"], [b"4"]]

@@ -75,6 +75,9 @@ class SocketCore:
         self.pipes: set[Pipe] = set()
         #: The connection whose read side a ``recv`` has borrowed (see :meth:`lent_read`).
         self.lent_connection: StreamConnection | None = None
+        #: The connection of the last lent read that brought data, whose reader may still be
+        #: parked on the resting lease (see :meth:`recv_wakeup`).
+        self.resting_lender: StreamConnection | None = None
         self.strategy: RoutingStrategy = strategy_cls(self)
         self.endpoints = Endpoints(self)
         self._monitors: list[Monitor] = []
@@ -264,6 +267,12 @@ class SocketCore:
 
     def recv_wakeup(self) -> anyio.Event:
         """The event a blocked ``recv`` waits on (set by :meth:`wake_receivers` and close)."""
+        resting = self.resting_lender
+        if resting is not None:
+            # A lease rests after the last lent read (zmtp/engine/stream.py): whoever waits
+            # here does not read that connection itself, so its reader must, now.
+            self.resting_lender = None
+            resting.rouse_reader()
         wakeup = self._recv_wakeup
         if wakeup is None:
             wakeup = self._recv_wakeup = anyio.Event()
@@ -388,6 +397,7 @@ class SocketCore:
         finally:
             self.lent_connection = None
         if data is not None:
+            self.resting_lender = lender  # its reader stays parked: see recv_wakeup
             lender.process_lent(data)
 
     # ------------------------------------------------------------------ extension
@@ -493,6 +503,9 @@ class SocketCore:
             return
         pipe.connected = False
         pipe.command_sink = None
+        resting = self.resting_lender
+        if resting is not None and resting.pipe is pipe:
+            self.resting_lender = None  # not kept alive by a lease it will never return
         strategy = self.strategy
         strategy.disconnected(pipe)
         if self.extension is not None:

@@ -37,8 +37,16 @@ just received answers and asks again without yielding (the ping-pong of REQ/REP,
 PAIR): after a delivery to a waiting receiver, the reader yields until the application has
 taken its message (one yield on asyncio, up to two on trio whose ready tasks run in random
 order), so that it can come back to a free read side. The reader parks while the lease is
-held and is woken when it is returned, so a connection whose application stops receiving is
-read as before (PINGs answered, disconnects noticed, the inbox filled to ``recv_hwm``). A
+held. A lease returned by a read that was cancelled or ended wakes it at once; one returned
+by a read that brought data *rests*: the application is about to answer and ask again, and
+waking the reader only for it to park again cost a task switch and an event per round trip
+(a third of a trio round trip's task steps). Only on a socket that can answer: a receive-only
+one (PULL, SUB) has no ping-pong, and its reader reading ahead while the application consumes
+is worth more than the switch. A resting lease goes back to the reader as soon
+as the socket waits for a message without lending (``SocketCore.recv_wakeup``: several peers,
+a closed read gate, ``wait_readable``), and at the latest after ``_LEASE_RECHECK`` (5 ms), so
+a connection whose application stops receiving is read as before (PINGs answered,
+disconnects noticed, the inbox filled to ``recv_hwm``), only up to 5 ms later. A
 lent read is cancel-safe (a cancelled receive consumes nothing: timeouts and cancels come from
 the caller's scopes). It has no cancel scope of its own, which would cost more than the loop
 pass it saves (measured on trio: a lent read inside a scope was slower than no lent read): a
@@ -87,6 +95,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("zmtp")
 
+#: The longest a resting lease keeps the reader parked (see the module docstring, lent
+#: reads): how late a peer's PING is answered, or its disconnect noticed, while an
+#: application that was ping-ponging does something else. A ping-pong wakes the reader once
+#: per this interval instead of once per round trip.
+_LEASE_RECHECK = 0.005
 _MAX_BATCH_MESSAGES = 4096
 _MAX_BATCH_BYTES = 1 << 20
 _STREAM_ERRORS: tuple[type[Exception], ...] = (
@@ -168,6 +181,10 @@ class StreamConnection:
         self._lent = False
         self._kicked = False
         self._lease_wakeup: anyio.Event | None = None
+        #: Whether a lease rests after a lent read that brought data: only on a socket that
+        #: can answer (a ping-pong); a receive-only one (PULL, SUB) keeps its reader reading
+        #: ahead while the application consumes (callgrind_receiver.py: +8 % otherwise).
+        self._lease_rests = socket.strategy.can_send
         #: Back-pressure on control replies (see _wait_replies_written): whether the writer is
         #: inside a write of control output only (no messages) that the peer has not taken
         #: yet, and the reader's wakeup while it waits for that write to finish.
@@ -336,17 +353,28 @@ class StreamConnection:
         cancelled receive consumes nothing, and the lease goes back to the reader either way.
         """
         self._lent = True
+        data = None
         try:
-            return await self.stream.receive(self._read_size)
+            data = await self.stream.receive(self._read_size)
+            return data
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
             return None
         finally:
             self._lent = self._kicked = False
-            wakeup = self._lease_wakeup
-            if wakeup is not None:
-                self._lease_wakeup = None
-                wakeup.set()
+            if data is None or not self._lease_rests:  # cancelled or ended, or a receive-only
+                self.rouse_reader()  # socket (no ping-pong): the reader gets it back now
+            # Else the lease rests (see the module docstring): the application is about to
+            # come back for the next read, and waking the reader only to park it again would
+            # cost a task switch per round trip.
+
+    def rouse_reader(self) -> None:
+        """Give the read side back to the reader now (a resting lease: the socket's recv is
+        waiting without lending, see :meth:`SocketCore.recv_wakeup`)."""
+        wakeup = self._lease_wakeup
+        if wakeup is not None and not self._lent:
+            self._lease_wakeup = None
+            wakeup.set()
 
     def process_lent(self, data: bytes) -> None:
         """Apply a lent read's bytes (delivers messages to the pipe like the reader does; no
@@ -368,9 +396,14 @@ class StreamConnection:
             self._rearm_timer()
 
     async def _wait_lease_returned(self) -> None:
-        while self._lent:
+        """Park while the application holds the read side, and while the lease rests after
+        a lent read that brought data: until :meth:`rouse_reader` or, at the latest,
+        :data:`_LEASE_RECHECK` seconds (the read loop then parks again if it is lent once
+        more, else reads)."""
+        with anyio.move_on_after(_LEASE_RECHECK):
             self._lease_wakeup = anyio.Event()
             await self._lease_wakeup.wait()
+        self._lease_wakeup = None
 
     async def _wait_inbox_space(self, pipe: Pipe) -> None:
         """Back-pressure: stop reading while the application has recv_hwm messages waiting."""

@@ -584,6 +584,28 @@ class FrameDecoder:
                         break
                     append([buf[pos + 2 : stop]])
                     pos = stop
+                if pos < limit and buf[pos] == MORE:
+                    # A message of short data frames (REQ/REP's envelope and body): taken
+                    # whole here if it is complete in ``buf``; anything else (a long or
+                    # command frame, or the message's end not read yet) is left to the
+                    # general path below, from its first frame.
+                    message = []
+                    at = pos
+                    complete = False
+                    while at < limit:
+                        flags = buf[at]
+                        stop = at + 2 + buf[at + 1]
+                        if flags > MORE or stop > end:
+                            break
+                        message.append(buf[at + 2 : stop])
+                        at = stop
+                        if not flags:
+                            complete = True
+                            break
+                    if complete:
+                        append(message)
+                        pos = at
+                        continue
             if end - pos < 2:
                 break
             flags = buf[pos]
