@@ -200,3 +200,56 @@ async def test_a_dead_letter_stream_ends_when_the_socket_closes() -> None:
                 await push.send(b"dropped at close")  # linger=0: socket_closed at once
             # read_all() returns by itself: the task group exits without cancelling it
     assert got == ["socket_closed"]
+
+
+# ------------------------------------------------- disconnect() of an endpoint with queued messages
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+async def test_messages_queued_for_a_disconnected_endpoint_go_to_the_live_peer(level: int) -> None:
+    """Regression: ``disconnect()`` of an endpoint dropped the messages queued on its pipe, but
+    their receipts stayed pending (holding their ``send_hwm`` slots) until close. Never
+    written to any peer, they are pinned to none: they go to a peer that is connected."""
+    nowhere = _nowhere("inproc")
+    with anyio.fail_after(20):
+        async with (
+            zmtp_qos.Socket(zmtp.PULL, qos=level) as pull,
+            zmtp_qos.Socket(zmtp.PUSH, qos=level, config=CONFIG, linger=0) as push,
+        ):
+            live = await pull.bind(f"inproc://qos-live-{os.urandom(6).hex()}")
+            events = push.monitor()
+            await push.connect(nowhere)  # never connects: round robin still queues there
+            await push.connect(live)
+            await events.wait_for(zmtp.HandshakeSucceeded)
+            receipts = [await push.send(b"m%d" % i) for i in range(6)]
+            await push.disconnect(nowhere)
+            got = []
+            for _ in range(6):
+                if level == 3:
+                    handle = await pull.recv_handle()
+                    got.append(handle.parts[0])
+                    handle.complete()
+                else:
+                    got.append(await pull.recv())
+            assert sorted(got) == [b"m%d" % i for i in range(6)]
+            for receipt in receipts:
+                assert isinstance(await receipt, Delivered)  # type: ignore[misc]
+            assert push.stats().in_flight == 0
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+async def test_messages_queued_for_a_disconnected_endpoint_with_no_peer_are_dead_lettered(
+    level: int,
+) -> None:
+    """The same with no other peer: they wait for one as any unplaced message does, and are
+    dead-lettered ``peer_timeout`` after ``dead_letter_timeout``."""
+    nowhere = _nowhere("inproc")
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PUSH, qos=level, config=CONFIG, linger=0) as push:
+            await push.connect(nowhere)
+            receipts = [await push.send(b"m%d" % i) for i in range(3)]
+            await push.disconnect(nowhere)
+            for receipt in receipts:
+                letter = await receipt  # type: ignore[misc]
+                assert isinstance(letter, DeadLetter) and letter.reason == "peer_timeout"
+            assert push.stats().in_flight == 0

@@ -50,7 +50,11 @@ class SocketExtension:
         """The connection behind ``pipe`` ended (a connect() pipe may reconnect later)."""
 
     def pipe_removed(self, pipe: Pipe) -> None:
-        """``pipe`` is gone for good (accepted connection closed, or disconnect())."""
+        """``pipe`` is gone for good (accepted connection closed, or disconnect()).
+
+        Called before its outbox is dropped: what was queued for that peer and never written
+        is still in ``pipe.outbox``, for an extension that must not lose it to take
+        (``pipe.outbox.clear()`` returns it); whatever is left there is dropped."""
 
     def on_command(self, pipe: Pipe, name: bytes, data: bytes) -> None:
         """A command nobody else handled arrived from ``pipe``'s peer."""

@@ -159,7 +159,9 @@ class QoSRuntime(SocketExtension):
         self.tracker: PendingTracker[Entry] = PendingTracker()
         self.entries: dict[int, Entry] = {}  #: id(message list) -> entry, until settled
         self.anchors: dict[bytes, AnchorState] = {}
-        self.orphans: deque[Entry] = deque()  #: level 1: waiting for any peer
+        #: Waiting for any peer: level 1's failed over, and (every level) messages queued on
+        #: a pipe removed before it ever connected.
+        self.orphans: deque[Entry] = deque()
         self.dedup = DedupStore(max(recv_hwm, 1) if recv_hwm > 0 else 1 << 30, config.dedup_ttl)
         #: Level 3 receiver: (anchor, digest) handed to the application and awaiting its
         #: verdict -> the connection of every copy received (the first, then a replay or a
@@ -267,9 +269,11 @@ class QoSRuntime(SocketExtension):
         anchor = self.anchors.setdefault(state.anchor, AnchorState())
         anchor.pipe = pipe
         anchor.disconnected_at = None
-        # Replay first: written-but-unsettled (in write order), then what was held back.
-        replay = self.tracker.take(state.anchor) + list(anchor.held)
+        # Replay first: written-but-unsettled (in write order), then what was held back,
+        # then what waited for any peer.
+        replay = self.tracker.take(state.anchor) + list(anchor.held) + list(self.orphans)
         anchor.held.clear()
+        self.orphans.clear()
         if replay:
             pipe.send_first([e.parts for e in replay])
             self._event(QoSReplayed(pipe.endpoint, describe(state.anchor), len(replay)))
@@ -292,23 +296,49 @@ class QoSRuntime(SocketExtension):
                 anchor.disconnected_at = self.clock()
             anchor.held.extend(unsent)  # written ones stay in the tracker under the anchor
 
+    def pipe_removed(self, pipe: Pipe) -> None:
+        """``pipe`` is gone for good (``disconnect()``, or an accepted connection closed):
+        zmtp would drop what is still queued on it, so take it first. A pipe that had a
+        connection is handled as its loss (idempotent if that was already seen); messages
+        queued on one that never connected were written to no peer, so they are pinned to
+        none: they go to a connected peer, or wait for one until ``dead_letter_timeout``."""
+        if self.socket_type not in SENDING_TYPES:
+            return
+        if pipe.extension_state is not None:
+            self.pipe_disconnected(pipe, "removed")
+            return
+        unplaced = [self._entry_for(m) for m in pipe.outbox.clear()]
+        if self.level == 1:
+            self._fail_over(pipe, unplaced)
+        else:
+            self._requeue(pipe, unplaced)
+
+    def _requeue(self, lost: Pipe, entries: list[Entry]) -> None:
+        """``entries`` to the front of the connected peers' queues, in order, round robin (at
+        levels 2-3 only messages written to no peer come here: pinned when written, as any
+        new message), or, with no peer connected, unplaced until one connects or
+        ``dead_letter_timeout`` passes."""
+        if not entries:
+            return
+        targets = [p for p in self._sending_pipes() if p.connected and p is not lost]
+        if not targets:
+            now = self.clock()
+            for entry in entries:
+                entry.waiting_since = now
+            self.orphans.extend(entries)
+            return
+        per_pipe: dict[Pipe, list[Message]] = {}
+        for i, entry in enumerate(entries):
+            per_pipe.setdefault(targets[i % len(targets)], []).append(entry.parts)
+        for target, messages in per_pipe.items():
+            target.send_first(messages)
+
     def _fail_over(self, lost: Pipe, moved: list[Entry]) -> None:
         """Level 1: to the front of the next connected peers' queues, in order."""
         if not moved:
             return
         self._event(QoSFailedOver(lost.endpoint, len(moved)))
-        targets = [p for p in self._sending_pipes() if p.connected]
-        if not targets:
-            now = self.clock()
-            for entry in moved:
-                entry.waiting_since = now
-            self.orphans.extend(moved)
-            return
-        per_pipe: dict[Pipe, list[Message]] = {}
-        for i, entry in enumerate(moved):
-            per_pipe.setdefault(targets[i % len(targets)], []).append(entry.parts)
-        for target, messages in per_pipe.items():
-            target.send_first(messages)
+        self._requeue(lost, moved)
 
     def _sending_pipes(self) -> list[Pipe]:
         return list(self.live)

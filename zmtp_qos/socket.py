@@ -278,6 +278,16 @@ class Socket:
     async def connect(self, endpoint: str) -> None:
         await self.raw.connect(endpoint)
 
+    async def disconnect(self, endpoint: str) -> None:
+        """Stop connecting to ``endpoint``. Messages queued for it and never written go to
+        another connected peer (or wait for one, up to ``dead_letter_timeout``); written,
+        unsettled ones follow the level's rule for a lost connection (docs/qos.md)."""
+        await self.raw.disconnect(endpoint)
+
+    async def unbind(self, endpoint: str) -> None:
+        """Stop listening on ``endpoint``; its connections end as lost connections do."""
+        await self.raw.unbind(endpoint)
+
     def monitor(self) -> zmtp.Monitor:
         return self.raw.monitor()
 

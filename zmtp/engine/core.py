@@ -527,9 +527,10 @@ class SocketCore:
         if pipe.attached:
             pipe.attached = False
             self.strategy.detach(pipe)
-        pipe.outbox.clear()  # undeliverable: the peer is gone for good
         if self.extension is not None:
+            # First, so that it may take what was queued (a delivery guarantee re-routes it).
             self.extension.pipe_removed(pipe)
+        pipe.outbox.clear()  # undeliverable: the peer is gone for good
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
         """A batch of messages read from ``pipe``'s peer (stream connections)."""
