@@ -63,7 +63,7 @@ class SocketExtension:
         """A run of commands from ``pipe``'s peer (tcp/ipc: consecutive commands of one
         read), in order; the default calls :meth:`on_command` for each. inproc calls
         :meth:`on_command` per command. Commands named in :meth:`command_runs` may come as
-        :class:`~zmtp.protocol.frames.CommandRun` items (the default expands them)."""
+        ``zmtp.protocol.frames.CommandRun`` items (the default expands them)."""
         on_command = self.on_command
         for command in expand_runs(commands):
             on_command(pipe, command.name, command.data)
@@ -72,8 +72,8 @@ class SocketExtension:
         """Commands (name -> exact data size) that :meth:`on_command_batch` takes as runs.
 
         Over tcp/ipc in clear (NULL, PLAIN), consecutive frames of such a command in one read
-        arrive as one :class:`~zmtp.protocol.frames.CommandRun` holding their wire bytes,
-        instead of a :class:`Command` each: an extension that receives a fixed-size command
+        arrive as one ``zmtp.protocol.frames.CommandRun`` holding their wire bytes,
+        instead of a ``Command`` each: an extension that receives a fixed-size command
         per message it sent (an acknowledgement) can then read a read's worth with C-level
         slicing. Frames of another size, inproc and CURVE connections still give ordinary
         commands. Asked once per connection; the default asks for none.
