@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import per_message_by_tree
+from _callgrind import harness_parser, per_message_by_tree, require_valgrind
 
 HERE = Path(__file__).resolve()
 
@@ -105,23 +104,15 @@ def child_main(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("trees", nargs="*", type=Path, help="checkouts to compare (default: this)")
+    ap = harness_parser(__doc__.splitlines()[0], messages=5000)
     ap.add_argument("--subscribers", type=int, default=10)
-    ap.add_argument("--messages", type=int, default=5000, help="M (the second run sends 2M)")
-    ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    ap.add_argument("--cycles", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=900.0, help="per valgrind run (s)")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.size < 1:
         ap.error("--size must be >= 1")
     if args.child:
         child_main(args)
         return 0
-    if shutil.which("valgrind") is None:
-        sys.exit("error: valgrind is not installed (apt-get install valgrind)")
+    require_valgrind()
     trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
 
     def child_args(messages: int) -> list[str]:

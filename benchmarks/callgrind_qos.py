@@ -31,8 +31,6 @@ import gc
 import itertools
 import multiprocessing
 import os
-import shutil
-import statistics
 import struct
 import sys
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import per_message_by_tree
+from _callgrind import harness_parser, per_message_by_tree, print_table, require_valgrind
 
 HERE = Path(__file__).resolve()
 
@@ -158,25 +156,18 @@ def child_main(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("trees", nargs="*", type=Path, help="checkouts to compare (default: this)")
+    ap = harness_parser(__doc__.splitlines()[0], messages=2000)
+    ap.set_defaults(timeout=1800.0)  # both ends traced: twice the others' runs
     ap.add_argument("--level", type=int, default=1, choices=(-1, 0, 1, 2, 3))
     ap.add_argument("--end", choices=("both", "sender", "receiver"), default="both")
-    ap.add_argument("--messages", type=int, default=2000, help="M (the second run sends 2M)")
-    ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    ap.add_argument("--cycles", type=int, default=1)
     ap.add_argument("--no-gc", action="store_true", help="the cyclic GC off in the traced run")
-    ap.add_argument("--timeout", type=float, default=1800.0, help="per valgrind run (s)")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.size < 8:
         ap.error("--size must be >= 8 (a counter keeps the messages distinct)")
     if args.child:
         child_main(args)
         return 0
-    if shutil.which("valgrind") is None:
-        sys.exit("error: valgrind is not installed (apt-get install valgrind)")
+    require_valgrind()
     trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
 
     def child_args(messages: int) -> list[str]:
@@ -202,14 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\nPUSH -> PULL {label}, {args.size} B, {args.backend}, traced: {args.end} "
         f"(instructions per message, (Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
     )
-    base = statistics.median(per_message[trees[0]])
-    print(f"| tree | Ir/msg (median) | vs {trees[0].name or trees[0]} | cycles |")
-    print("|---|---:|---:|---|")
-    for tree in trees:
-        values = per_message[tree]
-        med = statistics.median(values)
-        cycles = ", ".join(f"{v:,.0f}" for v in values)
-        print(f"| {tree} | {med:,.0f} | {med / base:.3f} | {cycles} |")
+    print_table(per_message, trees)
     return 0
 
 

@@ -111,3 +111,16 @@ def test_callgrind_roundtrip_counts_every_side(backend: str, side: str) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "event-loop passes" in proc.stdout and "functions called" in proc.stdout
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize(("level", "end"), [(-1, "both"), (2, "both"), (1, "sender")])
+def test_callgrind_qos_child_settles_everything(backend: str, level: int, end: str) -> None:
+    """benchmarks/callgrind_qos.py's measured program: PUSH -> PULL at ``level`` (both ends in
+    one process, or one end against a native child), every message settled."""
+    script = str(BENCHMARKS / "callgrind_qos.py")
+    options = [f"--level={level}", "--end", end, "--messages", "200", "--backend", backend]
+    proc = subprocess.run(
+        [sys.executable, script, "--child", *options], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
