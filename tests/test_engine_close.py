@@ -12,7 +12,7 @@ import os
 import random
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 
 import zmtp
 from tests.test_engine_helpers import TIMEOUT, endpoint_for, unique_name
+from zmtp.testing.wire import greeting, ready_command
 
 pytestmark = pytest.mark.anyio
 
@@ -189,6 +190,41 @@ async def test_cancelled_receives_leave_the_event_loop_quiet(
                 if not got:
                     got.append(await a.recv())
                 assert got == [b"late %d" % i]
+            await anyio.sleep(0)
+        assert errors == []
+
+
+async def test_a_writer_cancelled_as_its_socket_drains_leaves_the_event_loop_quiet(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    """The write side of the noise above (seen a few times per 10-minute soak, when a slowly
+    reading peer process was SIGKILLed): the connection's writer waits for a full ipc socket
+    buffer to drain, the peer reads it all, and in the same loop pass the connection is torn
+    down: nothing is logged (before the fix: one traceback per teardown)."""
+    path = str(tmp_path / "w.ipc")
+    payload = b"x" * 65536
+    async with await anyio.create_unix_listener(path) as listener:
+        with loop_errors(anyio_backend) as errors, anyio.fail_after(TIMEOUT):
+            for _ in range(3):
+                async with zmtp.Socket(zmtp.PUSH, linger=0, send_hwm=64) as push:
+                    await push.connect(f"ipc://{path}")
+                    peer = await listener.accept()
+                    await peer.send(greeting() + ready_command("PULL"))
+                    received = bytearray()
+                    while len(received) < 64 + 28:  # its greeting and READY
+                        received += await peer.receive()
+                    for _ in range(64):  # far more than the socket buffers hold
+                        await push.send(payload)
+                    await anyio.wait_all_tasks_blocked()  # the writer waits for the buffer to drain
+                    raw = peer.extra(anyio.abc.SocketAttribute.raw_socket)
+                    raw.setblocking(False)
+                    with suppress(BlockingIOError):  # drain it: writable at the next poll,
+                        while chunk := raw.recv(1 << 20):
+                            received += chunk
+                    await anyio.lowlevel.checkpoint()  # which runs before this task goes on
+                    await push.disconnect(f"ipc://{path}")  # tears the connection down now
+                    await anyio.wait_all_tasks_blocked()
+                    await peer.aclose()
             await anyio.sleep(0)
         assert errors == []
 

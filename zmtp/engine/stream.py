@@ -193,6 +193,8 @@ class StreamConnection:
         #: How the reader receives, and whether reads may be lent at all (see
         #: _cancel_clean_receive: asyncio's UNIX streams cannot be cancelled cleanly).
         self._receive, self._lendable_transport = _cancel_clean_receive(stream)
+        #: How the writer sends (see _cancel_clean_send: the same flaw on the write side).
+        self._send = _cancel_clean_send(stream)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -235,7 +237,7 @@ class StreamConnection:
         if leftover and self.end_kind != "io" and not self._write_torn:
             with anyio.move_on_after(1.0):
                 with contextlib.suppress(*_STREAM_ERRORS):
-                    await self.stream.send(leftover)
+                    await self._send(leftover)
         if backlog and self.pipe is not None:
             self.pipe.flushing = False  # set by _write_now; the writer never took it
         with anyio.move_on_after(1.0):
@@ -600,7 +602,7 @@ class StreamConnection:
 
     async def _write_loop(self) -> None:
         conn = self.conn
-        send = self.stream.send
+        send = self._send
         socket = self.socket
         try:
             while True:
@@ -744,6 +746,42 @@ def _cancel_clean_receive(stream: ByteStream) -> tuple[Callable[[int], Awaitable
             return data
 
     return receive, False
+
+
+def _cancel_clean_send(stream: ByteStream) -> Callable[[bytes], Awaitable[None]]:
+    """The writer's send function: the stream's own, except for a UNIX stream on asyncio.
+
+    anyio's ``UNIXSocketStream.send`` waits for a full socket buffer to drain with
+    ``loop.add_writer(sock, future.set_result, None)``, with the flaw that
+    ``_cancel_clean_receive`` describes: a writer cancelled in the loop pass in which its
+    socket turns writable makes asyncio log "Exception in callback Future.set_result(None) ...
+    InvalidStateError". Every teardown of a connection whose peer reads slowly cancels a
+    waiting writer, and a peer killed while it was not reading makes the socket writable (with
+    an error) in the same pass as its EOF ends the connection: the 10-minute soak logged it a
+    few times per run. There the writer sends with a non-blocking ``send`` and waits with
+    ``anyio.wait_writable``, whose clean-up is synchronous. Like anyio's, it checks for a
+    cancel before writing anything (the refused peer's ERROR relies on it, see the writer).
+    """
+    raw = stream.extra(SocketAttribute.raw_socket, None)
+    if raw is None or not _fifo_scheduler() or raw.family != socket.AF_UNIX:
+        return stream.send
+
+    async def send(data: bytes) -> None:
+        await checkpoint()
+        view = memoryview(data)
+        while view:
+            try:
+                sent: int = raw.send(view)
+            except BlockingIOError:
+                await anyio.wait_writable(raw)
+                continue
+            except OSError as exc:
+                if raw.fileno() < 0:
+                    raise anyio.ClosedResourceError from None
+                raise anyio.BrokenResourceError from exc
+            view = view[sent:]
+
+    return send
 
 
 def _raw_socket(stream: ByteStream) -> tuple[Any, Callable[[bytes], int] | None]:
