@@ -3,6 +3,7 @@ goes silent after its handshake is dropped after the heartbeat timeout."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
@@ -173,3 +174,58 @@ async def test_libzmq_ping_between_frames_of_a_multipart_message(lz: Libzmq, bin
                     dropped = await event_within(monitor, zmtp.Disconnected, 0)
                     assert dropped is None, f"after {i + 1} messages: {dropped}"
             compare_messages(messages, received)
+
+
+#: A busy application: each event-loop pass takes longer than the heartbeat timeout.
+PASS_STALL = TIMEOUT * 1.5
+BUSY_FOR = 3.0  # seconds: about 20 heartbeat intervals of such passes
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+async def test_a_late_event_loop_does_not_drop_a_peer_that_answered(
+    lz: Libzmq, tmp_path: Path, transport: str
+) -> None:
+    """Every pass of our event loop takes longer than the heartbeat timeout (an application
+    that blocks between awaits, a starved machine): our PINGs leave one pass after they were
+    due, libzmq answers each at once, and its PONG waits in the kernel until our reader's turn.
+    The peer was never silent, so it must not be dropped (docs/security.md, "Heartbeats on a
+    late event loop"): a PING's timeout runs from when it was written, as libzmq's does, and
+    input waiting unread counts as traffic."""
+    with anyio.fail_after(TEST_TIMEOUT):
+        theirs = lz.socket("PULL")
+        async with zmtp.Socket(
+            zmtp.PUSH, heartbeat_ivl=IVL, heartbeat_timeout=TIMEOUT, linger=0
+        ) as ours:
+            await link(ours, theirs, binds="zmtp", endpoint=bind_endpoint(transport, tmp_path))
+            monitor = ours.monitor()
+            deadline = time.monotonic() + BUSY_FOR
+            while time.monotonic() < deadline:
+                time.sleep(PASS_STALL)  # the fault this test injects: a blocked loop
+                await anyio.lowlevel.checkpoint()
+            dropped = await event_within(monitor, (zmtp.Disconnected, zmtp.HandshakeFailed), IVL)
+            assert dropped is None, f"a late loop dropped a live peer: {dropped}"
+            await ours.send(b"still connected")
+            assert await theirs.recv_multipart() == [b"still connected"]
+            assert await event_within(monitor, zmtp.Connected, 0) is None  # no reconnect either
+
+
+async def test_a_full_inbox_does_not_drop_a_peer_that_answered(lz: Libzmq) -> None:
+    """Our application stops receiving: the inbox fills to recv_hwm, the reader stops reading,
+    and libzmq's PONGs wait in the kernel behind its messages. That is our own back-pressure,
+    not a silent peer: the connection stays, and every message arrives once we read again."""
+    count = 2000
+    payload = b"p" * 1024
+    with anyio.fail_after(TEST_TIMEOUT):
+        theirs = lz.socket("PUSH")
+        async with zmtp.Socket(
+            zmtp.PULL, heartbeat_ivl=IVL, heartbeat_timeout=TIMEOUT, recv_hwm=10, linger=0
+        ) as ours:
+            await link(ours, theirs, binds="zmtp", endpoint="tcp://127.0.0.1:*")
+            monitor = ours.monitor()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(theirs.send_many, [[payload]] * count)
+                # Not receiving for several heartbeat timeouts, while the peer's bytes queue.
+                dropped = await event_within(monitor, zmtp.Disconnected, IDLE)
+                assert dropped is None, f"our own back-pressure dropped a live peer: {dropped}"
+                for _ in range(count):
+                    assert await ours.recv() == payload

@@ -216,6 +216,49 @@ def test_timeout_is_rearmed_by_the_next_ping_after_traffic() -> None:
     assert failure(conn.handle_timers(T0 + 12)).kind == "timeout"
 
 
+def test_the_heartbeat_timeout_runs_from_when_the_ping_is_written() -> None:
+    # libzmq arms it when it encodes the PING for writing: a driver whose event loop writes
+    # the PING a pass late must not count the lateness against the peer.
+    conn = heartbeating(heartbeat_ivl=5.0, heartbeat_timeout=2.0)
+    conn.handle_timers(T0 + 5)  # PING queued, timeout armed at T0 + 7 for a driver without now
+    assert conn.ping_unwritten
+    assert b"PING" in conn.data_to_send(T0 + 6.5)  # taken to be written 1.5 s late
+    assert not conn.ping_unwritten
+    assert conn.next_deadline() == T0 + 8.5
+    assert conn.handle_timers(T0 + 8) == []
+    assert failure(conn.handle_timers(T0 + 8.5)).kind == "timeout"
+
+
+def test_a_ping_written_on_time_keeps_its_deadline() -> None:
+    conn = heartbeating(heartbeat_ivl=5.0, heartbeat_timeout=2.0)
+    conn.handle_timers(T0 + 5)
+    conn.data_to_send(T0 + 5)
+    assert conn.next_deadline() == T0 + 7
+    conn.data_to_send()  # a driver without a clock: nothing changes
+    assert failure(conn.handle_timers(T0 + 7)).kind == "timeout"
+
+
+def test_input_waiting_unread_is_a_sign_of_life() -> None:
+    # The driver found the peer's bytes waiting in the kernel when a silence deadline was due.
+    conn = heartbeating(heartbeat_ivl=5.0, heartbeat_timeout=2.0)
+    conn.handle_timers(T0 + 5)
+    assert not conn.silence_due(T0 + 6.9)
+    assert conn.silence_due(T0 + 7)
+    conn.input_waiting()
+    assert not conn.silence_due(T0 + 7)
+    assert conn.handle_timers(T0 + 7) == []
+    assert conn.state is State.READY
+    assert conn.next_deadline() == T0 + 10  # the next PING; its own timeout comes with it
+
+
+def test_silence_due_covers_the_ttl_and_not_the_handshake() -> None:
+    conn = heartbeating()
+    conn.receive_data(PING_TTL_15, T0)  # the peer says: drop me after 1.5 s of silence
+    assert conn.silence_due(T0 + 1.5)
+    waiting = Connection("DEALER", handshake_timeout=5.0, now=T0)
+    assert not waiting.silence_due(T0 + 10)  # the handshake deadline is not silence
+
+
 def test_heartbeat_timeout_zero_never_fires() -> None:
     conn = heartbeating(heartbeat_ivl=1.0, heartbeat_timeout=0.0)
     for k in range(1, 6):

@@ -53,8 +53,9 @@ class Options:
     heartbeat_ivl: float = 0.0
     #: ``ZMQ_HEARTBEAT_TTL``: the TTL our PINGs ask the peer to apply (0.1 s resolution).
     heartbeat_ttl: float = 0.0
-    #: ``ZMQ_HEARTBEAT_TIMEOUT``: close if nothing arrives this long after a PING
-    #: (None = heartbeat_ivl).
+    #: ``ZMQ_HEARTBEAT_TIMEOUT``: close if nothing arrives this long after a PING is written
+    #: (None = heartbeat_ivl). Bytes waiting unread count as arrived, so a late event loop
+    #: does not drop a peer that answered (docs/security.md, heartbeats on a late loop).
     heartbeat_timeout: float | None = None
     #: ``ZMQ_MAXMSGSIZE``: largest frame accepted, checked per frame like libzmq (-1 = no limit).
     max_message_size: int = -1

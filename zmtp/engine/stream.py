@@ -65,6 +65,7 @@ import logging
 import math
 import os
 import socket
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,12 @@ from .pipe import Pipe, PipeClosed
 
 if TYPE_CHECKING:
     from .contract import ConnectionHost
+
+try:  # FIONREAD, for _input_waiting (POSIX)
+    import fcntl
+    import termios
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 logger = logging.getLogger("zmtp")
 
@@ -571,7 +578,7 @@ class StreamConnection:
         if fd < 0:  # closed under us (the reader will see it): leave it to the writer
             return False
         conn = self.conn
-        data = conn.data_to_send()
+        data = conn.data_to_send(anyio.current_time() if conn.ping_unwritten else None)
         batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
             ext = self.socket.extension
@@ -617,7 +624,7 @@ class StreamConnection:
                     self._writer_wakeup = anyio.Event()
                     await self._writer_wakeup.wait()
                     continue
-                data = conn.data_to_send()
+                data = conn.data_to_send(anyio.current_time() if conn.ping_unwritten else None)
                 if backlog:  # the rest of an eager write goes first
                     self._backlog = b""
                     data = backlog + data if data else backlog
@@ -678,17 +685,63 @@ class StreamConnection:
 
     async def _timer_loop(self) -> None:
         conn = self.conn
+        fd = _socket_fd(self.stream)
         while True:
             deadline = conn.next_deadline()
             with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
                 self._timer_scope = scope
                 await anyio.sleep_forever()
             self._timer_scope = None
-            events = conn.handle_timers(anyio.current_time())
+            now = anyio.current_time()
+            passes = 0
+            while conn.silence_due(now):
+                # Silence only if nothing from the peer waits unread, in the kernel or in our
+                # reader: on a loop running late we can wake in the same pass as the reader
+                # that the peer's answer woke, or while it waits for room in the inbox. The
+                # kernel is asked first, before any yield (an asyncio tcp transport takes the
+                # bytes off it later in this pass, its reader then running after us); then a
+                # few passes let a reader that took them finish (trio's receive yields once
+                # after reading, and runs each batch in random order). See "Heartbeats on a
+                # late event loop" in docs/security.md.
+                if _input_waiting(fd):
+                    conn.input_waiting()
+                    break
+                if passes == _SILENCE_PASSES:
+                    break
+                passes += 1
+                await checkpoint()
+                now = anyio.current_time()
+            events = conn.handle_timers(now)
             if events and self._handle_events(events):
                 return
             if conn.has_output:
                 self._wake_writer()
+
+
+#: Loop passes a due silence deadline waits for a reader that already holds the peer's bytes
+#: (see _timer_loop): only when a deadline is due, so a silent peer is dropped that much later.
+_SILENCE_PASSES = 3
+
+
+def _socket_fd(stream: ByteStream) -> int:
+    """The stream's socket descriptor, or -1 (no socket: nothing to ask the kernel)."""
+    raw = stream.extra(SocketAttribute.raw_socket, None)
+    try:
+        return int(raw.fileno()) if raw is not None else -1
+    except (OSError, ValueError, AttributeError):
+        return -1
+
+
+def _input_waiting(fd: int) -> bool:
+    """Whether the kernel holds bytes received on ``fd`` that nobody has read yet
+    (``FIONREAD``; False where it cannot be asked: no descriptor, a closed one, Windows)."""
+    if fd < 0 or fcntl is None:
+        return False
+    try:
+        waiting = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return False
+    return int.from_bytes(waiting, sys.byteorder, signed=True) > 0
 
 
 def _noop() -> None:

@@ -135,6 +135,9 @@ class Connection:
         self._ping_timeout: float | None = None
         self._ttl_deadline: float | None = None
         self._pong_deadline: float | None = None  # see send_ping
+        #: A heartbeat PING queued and not yet taken by data_to_send: its timeout restarts
+        #: when the driver takes it (see data_to_send).
+        self._ping_unwritten = False
         self._batch_commands = False
 
     @property
@@ -159,8 +162,25 @@ class Connection:
 
     # ------------------------------------------------------------------ output
 
-    def data_to_send(self) -> bytes:
-        """Everything the connection wants written (greeting, handshake, PING/PONG, ERROR)."""
+    @property
+    def ping_unwritten(self) -> bool:
+        """Whether a heartbeat PING waits for :meth:`data_to_send`: a driver passes ``now``
+        to it then (and may skip reading its clock otherwise)."""
+        return self._ping_unwritten
+
+    def data_to_send(self, now: float | None = None) -> bytes:
+        """Everything the connection wants written (greeting, handshake, PING/PONG, ERROR).
+
+        ``now``: when the driver takes the bytes to write them. A heartbeat PING's timeout
+        then runs from that moment, not from when :meth:`handle_timers` queued it, as
+        libzmq's does (it arms its timeout when it encodes the PING for writing): on an event
+        loop running late, the PING may leave a whole loop pass after it was queued, and the
+        peer cannot answer what it has not received. The timeout armed at queueing stays the
+        earliest it can be, so a driver that never writes still times out."""
+        if self._ping_unwritten and now is not None:
+            self._ping_unwritten = False
+            if self._ping_timeout is not None:
+                self._ping_timeout = max(self._ping_timeout, now + self._hb_timeout)
         if self._pong is not None:
             # Encoded only now: CURVE numbers each box as it is made, so a PONG made earlier
             # and sent after later commands would arrive out of nonce order.
@@ -485,7 +505,24 @@ class Connection:
             self._next_ping = now + self._hb_ivl
             if self._ping_timeout is None and self._hb_timeout > 0:
                 self._ping_timeout = now + self._hb_timeout
+                self._ping_unwritten = True
         return []
+
+    def silence_due(self, now: float) -> bool:
+        """Whether :meth:`handle_timers` at ``now`` would drop the peer for silence (heartbeat
+        timeout, TTL, unanswered PING): the driver's cue to check first whether input from
+        the peer is waiting unread (:meth:`input_waiting`)."""
+        for deadline in (self._ping_timeout, self._ttl_deadline, self._pong_deadline):
+            if deadline is not None and now >= deadline:
+                return self.state is State.READY
+        return False
+
+    def input_waiting(self) -> None:
+        """The driver found bytes from the peer waiting unread in the transport (its event
+        loop ran late, or its reader waits for room in the inbox): the peer is not silent,
+        so the silence deadlines end as if those bytes had been read (:meth:`receive_data`
+        ends them on any input). The handshake deadline is not affected."""
+        self._ping_timeout = self._ttl_deadline = self._pong_deadline = None
 
     # ------------------------------------------------------------------ failure
 
@@ -498,6 +535,7 @@ class Connection:
         self.state = State.CLOSED
         self._handshake_deadline = self._next_ping = self._ping_timeout = None
         self._ttl_deadline = self._pong_deadline = None
+        self._ping_unwritten = False
         events.append(ConnectionFailed(reason, kind, during))
         return events
 
