@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +26,7 @@ from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import Message
 from zmtp.errors import CLOSED
 from zmtp.routing.req_rep import Rep, Req
+from zmtp.socket import as_message
 from zmtp.timeouts import call_timeout
 
 from .codes import TIMEOUT as NACK_TIMEOUT
@@ -310,14 +311,16 @@ class Socket:
 
     # ------------------------------------------------------------------ send
 
-    async def send(self, data: bytes) -> Receipt | None:
-        """Send one part; see :meth:`send_multipart`."""
+    async def send(self, data: bytes | bytearray | memoryview | str) -> Receipt | None:
+        """Send one part; see :meth:`send_multipart` (the same types as ``zmtp.Socket.send``)."""
         runtime = self.runtime
         if runtime is None or self._reqrep is not None:
             return await self.send_multipart([data])
         # send_multipart's tracked path, spelled out: one coroutine fewer per message, and
         # runtime.register inlined (the entry is the receipt; one call fewer per message).
-        message = [data if type(data) is bytes else bytes(data)]
+        # As zmtp.Socket.send converts (str as UTF-8; anything else refused with its
+        # WrongType): the digest is then over the bytes that go on the wire.
+        message = [data] if type(data) is bytes else as_message((data,))
         entries = runtime.entries
         if len(entries) >= runtime.send_hwm:
             await self._wait_for_slot()
@@ -329,12 +332,15 @@ class Socket:
             raise
         return receipt
 
-    async def send_multipart(self, parts: list[bytes]) -> Receipt | None:
-        """Send a message. PUSH and SCATTER at QoS >= 1: a :class:`~zmtp_qos.Receipt` that
-        resolves to ``Delivered`` or a ``DeadLetter``. None at level 0, and from REQ and REP
-        at every level: a REQ's acknowledgement is its reply, so its request's fate comes
-        from ``recv`` (the reply, or ``NackError`` / ``DeadLetterError`` raised), and a
-        REP's reply is not acknowledged at all (docs/qos-protocol.md §5.2)."""
+    async def send_multipart(self, parts: Iterable[Any]) -> Receipt | None:
+        """Send a message: its parts as ``zmtp.Socket.send_multipart`` takes them (bytes,
+        bytearray, memoryview, or str as UTF-8; anything else is a ``TypeError``, and the
+        digest covers the bytes sent). PUSH and SCATTER at QoS >= 1: a
+        :class:`~zmtp_qos.Receipt` that resolves to ``Delivered`` or a ``DeadLetter``. None at
+        level 0, and from REQ and REP at every level: a REQ's acknowledgement is its reply, so
+        its request's fate comes from ``recv`` (the reply, or ``NackError`` /
+        ``DeadLetterError`` raised), and a REP's reply is not acknowledged at all
+        (docs/qos-protocol.md §5.2)."""
         if self.runtime is None:
             await self.raw.send_multipart(parts)
             return None
@@ -346,7 +352,7 @@ class Socket:
             self._reply_handle = None
             await self.raw.send_multipart(parts)
             return None
-        message = [p if type(p) is bytes else bytes(p) for p in parts]
+        message = as_message(parts)  # a fresh list of bytes, converted as zmtp converts
         runtime = self.runtime
         if runtime.full:
             await self._wait_for_slot()
