@@ -80,6 +80,13 @@ class Handle:
     def _verdict(self, code: int | None, text: bytes) -> None:
         self._decide(code, text)
 
+    def _expire(self) -> None:
+        """The processing timeout passed: NACK TIMEOUT (retryable), unless a verdict came
+        first. The handle arms it itself (see ``_PipeHandle``), so the socket's timer needs
+        no way into the verdict and the user-facing API gains no name."""
+        if not self.decided:
+            self._give(NACK_TIMEOUT, b"processing_timeout")
+
     def complete(self) -> None:
         """The application processed the message: COMP."""
         self._give(None, b"")
@@ -112,12 +119,24 @@ class _PipeHandle(Handle):
 
     __slots__ = ("_digest", "_pipe", "_runtime")
 
-    def __init__(self, parts: Message, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+    def __init__(
+        self,
+        parts: Message,
+        runtime: QoSRuntime,
+        pipe: Pipe,
+        digest: bytes,
+        schedule: Callable[[float, Callable[[], None]], None],
+        processing_timeout: float | None,
+    ) -> None:
+        """``processing_timeout`` (None: none) arms the handle's own deadline through
+        ``schedule(delay, action)``, the socket's timer."""
         self.parts = parts
         self.decided = False
         self._runtime = runtime
         self._pipe = pipe
         self._digest = digest
+        if processing_timeout is not None:
+            schedule(processing_timeout, self._expire)
 
     def _verdict(self, code: int | None, text: bytes) -> None:
         self._runtime.verdict(self._pipe, self._digest, code, text)
@@ -421,16 +440,10 @@ class Socket:
         assert runtime is not None
         if len(self._handles) >= max(self.raw.options.recv_hwm, 1):
             return False
-        handle = _PipeHandle(message, runtime, pipe, digest)
+        handle = _PipeHandle(
+            message, runtime, pipe, digest, self._schedule, self.config.processing_timeout
+        )
         self._handles.append(handle)
-        timeout = self.config.processing_timeout
-        if timeout is not None:
-
-            def expire() -> None:
-                if not handle.decided:
-                    handle._give(NACK_TIMEOUT, b"processing_timeout")
-
-            self._schedule(timeout, expire)
         wakeup = self._handles_wakeup
         if wakeup is not None:
             self._handles_wakeup = None  # once: the next delivery finds nobody to wake
