@@ -1,9 +1,9 @@
 """``QoSDeadLettered.endpoint`` (issue 10): the endpoint of the connection a dead-lettered
 message was placed on (written to, or queued for on a ``connect()`` pipe), and "" only for a
 message that was on no connection: its pipe removed before it was written, waiting for any
-peer. Every reason that has a connection: a NACK, a peer gone past ``dead_letter_timeout``,
-the linger deadline, a ``connect()`` nobody answers. Both backends (the suite's
-``anyio_backend``)."""
+peer. A peer gone past ``dead_letter_timeout`` and the linger deadline are checked in
+tests/test_qos_reconnect.py and tests/test_qos_push_pull.py; here a NACK, a ``connect()``
+nobody answers and the unplaced case. Both backends (the suite's ``anyio_backend``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ import pytest
 
 import zmtp
 import zmtp_qos
-from tests.test_qos_captures import _port, _read_until
-from tests.test_qos_reconnect import _raw_peer
 from zmtp_qos import DeadLetter
 from zmtp_qos.events import QoSDeadLettered
 
@@ -53,71 +51,23 @@ async def test_a_nacked_message_names_the_connection_it_was_written_to(transport
             assert (event.endpoint, event.reason) == (endpoint, "terminal_nack")
 
 
-async def test_a_gone_peer_s_messages_name_its_last_connection() -> None:
-    """Level 2, an accepted connection: its endpoint is the bound one, and it is still
-    named when the sweep dead-letters the messages long after the connection ended."""
-    with anyio.fail_after(20):
-        async with zmtp_qos.Socket(zmtp.PUSH, qos=2, config=QUICK, linger=0) as push:
-            events = push.monitor()
-            endpoint = await push.bind("tcp://127.0.0.1:*")
-            raw = await _raw_peer(_port(endpoint), b"PULL", b"receiver-A", 2)
-            receipt = await push.send(b"doomed")
-            await _read_until(raw, bytearray(), 2)  # READY, then the message: it was written
-            await raw.aclose()
-            letter = await receipt  # type: ignore[misc]
-            assert isinstance(letter, DeadLetter) and letter.reason == "peer_timeout"
-            event = await _dead_lettered(events)
-            assert (event.endpoint, event.peer) == (endpoint, "receiver-A")
-
-
-@pytest.mark.parametrize(("level", "reason"), [(1, "dropped_at_close"), (2, "socket_closed")])
-async def test_what_the_linger_deadline_drops_names_its_connection(level: int, reason: str) -> None:
-    with anyio.fail_after(20):
-        push = zmtp_qos.Socket(zmtp.PUSH, qos=level, linger=0.2)
-        async with push:
-            events = push.monitor()
-            endpoint = await push.bind("tcp://127.0.0.1:*")
-            raw = await _raw_peer(_port(endpoint), b"PULL", b"receiver-A", level)  # never ACKs
-            await events.wait_for(zmtp.HandshakeSucceeded)
-            receipt = await push.send(b"unanswered")
-            await _read_until(raw, bytearray(), 2)
-        assert (await receipt).reason == reason  # type: ignore[misc, union-attr]
-        dead = [e async for e in events if isinstance(e, QoSDeadLettered)]
-        assert [(e.endpoint, e.reason) for e in dead] == [(endpoint, reason)]
-        await raw.aclose()
-
-
+@pytest.mark.parametrize("removed", [False, True], ids=["queued", "unplaced"])
 @pytest.mark.parametrize("level", [1, 2, 3])
-async def test_a_message_queued_for_a_connect_nobody_answers_names_that_endpoint(
-    level: int,
-) -> None:
+async def test_a_message_no_peer_took(level: int, removed: bool) -> None:
+    """Queued for a connect() nobody answers: that endpoint is named. Its pipe removed
+    (``disconnect()``) before it was written, with no peer connected: it waits for any peer,
+    placed on none, and the event says ""."""
     endpoint = _nowhere()
     with anyio.fail_after(20):
         async with zmtp_qos.Socket(zmtp.PUSH, qos=level, config=QUICK, linger=0) as push:
             events = push.monitor()
             await push.connect(endpoint)
             receipt = await push.send(b"nobody")
+            if removed:
+                await push.disconnect(endpoint)
             letter = await receipt  # type: ignore[misc]
-            assert isinstance(letter, DeadLetter) and (letter.reason, letter.peer) == (
-                "peer_timeout",
-                "",
-            )
+            assert isinstance(letter, DeadLetter)
+            assert (letter.reason, letter.peer) == ("peer_timeout", "")
             event = await _dead_lettered(events)
-            assert (event.endpoint, event.peer, event.reason) == (endpoint, "", "peer_timeout")
-
-
-@pytest.mark.parametrize("level", [1, 2, 3])
-async def test_an_unplaced_message_has_no_endpoint(level: int) -> None:
-    """Its connect() pipe was removed before it was written, and no peer is connected: it
-    waits for any peer, placed on none, so the event says ""."""
-    endpoint = _nowhere()
-    with anyio.fail_after(20):
-        async with zmtp_qos.Socket(zmtp.PUSH, qos=level, config=QUICK, linger=0) as push:
-            events = push.monitor()
-            await push.connect(endpoint)
-            receipt = await push.send(b"homeless")
-            await push.disconnect(endpoint)
-            letter = await receipt  # type: ignore[misc]
-            assert isinstance(letter, DeadLetter) and letter.reason == "peer_timeout"
-            event = await _dead_lettered(events)
-            assert (event.endpoint, event.reason) == ("", "peer_timeout")
+            expected = "" if removed else endpoint
+            assert (event.endpoint, event.peer, event.reason) == (expected, "", "peer_timeout")
