@@ -119,24 +119,19 @@ class _PipeHandle(Handle):
 
     __slots__ = ("_digest", "_pipe", "_runtime")
 
-    def __init__(
-        self,
-        parts: Message,
-        runtime: QoSRuntime,
-        pipe: Pipe,
-        digest: bytes,
-        schedule: Callable[[float, Callable[[], None]], None],
-        processing_timeout: float | None,
-    ) -> None:
-        """``processing_timeout`` (None: none) arms the handle's own deadline through
-        ``schedule(delay, action)``, the socket's timer."""
+    def __init__(self, parts: Message, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+        """With a ``processing_timeout`` in the runtime's config the handle arms its own
+        deadline on the runtime's timer (``runtime.schedule``, the socket's)."""
         self.parts = parts
         self.decided = False
         self._runtime = runtime
         self._pipe = pipe
         self._digest = digest
-        if processing_timeout is not None:
-            schedule(processing_timeout, self._expire)
+        timeout = runtime.config.processing_timeout
+        if timeout is not None:
+            schedule = runtime.schedule
+            assert schedule is not None  # a socket's runtime always has its timer
+            schedule(timeout, self._expire)
 
     def _verdict(self, code: int | None, text: bytes) -> None:
         self._runtime.verdict(self._pipe, self._digest, code, text)
@@ -440,9 +435,7 @@ class Socket:
         assert runtime is not None
         if len(self._handles) >= max(self.raw.options.recv_hwm, 1):
             return False
-        handle = _PipeHandle(
-            message, runtime, pipe, digest, self._schedule, self.config.processing_timeout
-        )
+        handle = _PipeHandle(message, runtime, pipe, digest)
         self._handles.append(handle)
         wakeup = self._handles_wakeup
         if wakeup is not None:
