@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 
 def instructions(
@@ -86,6 +87,42 @@ def harness_parser(description: str, messages: int) -> argparse.ArgumentParser:
 def require_valgrind() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("error: valgrind is not installed (apt-get install valgrind)")
+
+
+class Measured(NamedTuple):
+    """What :func:`measure` measured: instructions per message per tree and cycle, and the trees
+    in the order given."""
+
+    per_message: dict[Path, list[float]]
+    trees: list[Path]
+
+
+def measure(
+    script: Path,
+    args: argparse.Namespace,
+    child_main: Callable[[argparse.Namespace], None],
+    child_flags: Sequence[str] = (),
+) -> Measured | None:
+    """What a script of :func:`harness_parser` does once its arguments are parsed: with
+    ``--child``, the measured program itself (``child_main(args)``; None is returned and the
+    script exits 0); otherwise :func:`per_message_by_tree` of ``script`` over ``args.trees``
+    (default: the checkout ``script`` is in), valgrind required, for the script to print.
+    The measured runs get the shared ``--messages``, ``--size`` and ``--backend``, then
+    ``child_flags``: the script's own options, as the child must see them."""
+    if args.child:
+        child_main(args)
+        return None
+    require_valgrind()
+    trees = [t.resolve() for t in (args.trees or [script.parent.parent])]
+
+    def child_args(messages: int) -> list[str]:
+        shared = ["--messages", str(messages), "--size", str(args.size)]
+        return [*shared, "--backend", args.backend, *child_flags]
+
+    per_message = per_message_by_tree(
+        script, trees, args.messages, child_args, args.cycles, args.timeout
+    )
+    return Measured(per_message, trees)
 
 
 def print_tree_table(per_tree: dict[Path, list[float]], unit: str) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import harness_parser, per_message_by_tree, require_valgrind
+from _callgrind import harness_parser, measure
 
 HERE = Path(__file__).resolve()
 
@@ -109,27 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.size < 1:
         ap.error("--size must be >= 1")
-    if args.child:
-        child_main(args)
-        return 0
-    require_valgrind()
-    trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
-
-    def child_args(messages: int) -> list[str]:
-        return [
-            "--messages",
-            str(messages),
-            "--subscribers",
-            str(args.subscribers),
-            "--size",
-            str(args.size),
-            "--backend",
-            args.backend,
-        ]
-
-    per_message = per_message_by_tree(
-        HERE, trees, args.messages, child_args, args.cycles, args.timeout
-    )
+    measured = measure(HERE, args, child_main, ["--subscribers", str(args.subscribers)])
+    if measured is None:
+        return 0  # it was the measured program
+    per_message, trees = measured
     print(
         f"\nzmtp PUB -> {args.subscribers} pyzmq SUB, {args.size} B, {args.backend}, nodrop: "
         f"publisher instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"

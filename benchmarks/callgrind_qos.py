@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import harness_parser, per_message_by_tree, print_table, require_valgrind
+from _callgrind import harness_parser, measure, print_table
 
 HERE = Path(__file__).resolve()
 
@@ -164,30 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.size < 8:
         ap.error("--size must be >= 8 (a counter keeps the messages distinct)")
-    if args.child:
-        child_main(args)
-        return 0
-    require_valgrind()
-    trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
-
-    def child_args(messages: int) -> list[str]:
-        flags = ["--no-gc"] if args.no_gc else []
-        return [
-            "--messages",
-            str(messages),
-            f"--level={args.level}",
-            "--end",
-            args.end,
-            "--size",
-            str(args.size),
-            "--backend",
-            args.backend,
-            *flags,
-        ]
-
-    per_message = per_message_by_tree(
-        HERE, trees, args.messages, child_args, args.cycles, args.timeout
-    )
+    flags = [f"--level={args.level}", "--end", args.end]
+    measured = measure(HERE, args, child_main, flags + (["--no-gc"] if args.no_gc else []))
+    if measured is None:
+        return 0  # it was the measured program
+    per_message, trees = measured
     label = "plain" if args.level < 0 else f"level {args.level}"
     print(
         f"\nPUSH -> PULL {label}, {args.size} B, {args.backend}, traced: {args.end} "

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import harness_parser, per_message_by_tree, print_table, require_valgrind
+from _callgrind import harness_parser, measure, print_table
 
 HERE = Path(__file__).resolve()
 PEER_ID = b"callgrind-dealer"
@@ -162,27 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.size < 1 or args.messages < 1:
         ap.error("--size and --messages must be >= 1")
-    if args.child:
-        child_main(args)
-        return 0
-    require_valgrind()
-    trees = [t.resolve() for t in (args.trees or [HERE.parent.parent])]
-
-    def child_args(messages: int) -> list[str]:
-        return [
-            "--pattern",
-            args.pattern,
-            "--messages",
-            str(messages),
-            "--size",
-            str(args.size),
-            "--backend",
-            args.backend,
-        ]
-
-    per_message = per_message_by_tree(
-        HERE, trees, args.messages, child_args, args.cycles, args.timeout
-    )
+    measured = measure(HERE, args, child_main, ["--pattern", args.pattern])
+    if measured is None:
+        return 0  # it was the measured program
+    per_message, trees = measured
     what = {
         "router": "zmtp ROUTER -> pyzmq DEALER, sender",
         "dealer": "zmtp DEALER -> pyzmq ROUTER, sender",

@@ -1,11 +1,13 @@
 """Running ``zmtp`` subcommands as subprocesses in tests: to the end (:func:`run_zmtp`,
-:func:`cat`), or alongside the test (:class:`Tool`: lines read by threads, waited for with a
-deadline, never a sleep; Ctrl-C as SIGINT). Also the pyzmq :func:`context` fixture the CLI tests
-talk to their peers with (import it into the test module to use it)."""
+:func:`cat`, and :func:`piped_into_zmtp` behind a shell pipe), or alongside the test
+(:class:`Tool`: lines read by threads, waited for with a deadline, never a sleep; Ctrl-C as
+SIGINT). Also the pyzmq :func:`context` fixture the CLI tests talk to their peers with (import
+it into the test module to use it)."""
 
 from __future__ import annotations
 
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -37,6 +39,17 @@ def run_zmtp(*args: str, stdin: str = "", timeout: float = 120) -> subprocess.Co
         timeout=timeout,
         cwd=ROOT,
         check=False,
+    )
+
+
+def piped_into_zmtp(
+    producer: str, *args: str, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    """``PRODUCER | zmtp ARGS`` through the shell (``seq 5 | zmtp cat PUSH ...``: a real pipe,
+    its end of input included), from the repository root; stdout and stderr captured."""
+    command = " ".join([producer, "|", *map(shlex.quote, zmtp_command(*args))])
+    return subprocess.run(
+        command, shell=True, capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False
     )
 
 

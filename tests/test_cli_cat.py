@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import _cli
-from tests._cli import ROOT, Tool, cat
+from tests._cli import Tool, cat, piped_into_zmtp
 
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
@@ -51,15 +49,7 @@ def bound_endpoint(tool: Tool) -> str:
 def test_seq_piped_into_push_reaches_a_pyzmq_pull(context: object, backend: str) -> None:
     pull = socket(context, zmq.PULL)
     endpoint = bind(pull)
-    proc = subprocess.run(
-        f"seq 5 | {sys.executable} -m zmtp cat PUSH -c {endpoint} --backend {backend}",
-        shell=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        check=False,
-    )
+    proc = piped_into_zmtp("seq 5", "cat", "PUSH", "-c", endpoint, "--backend", backend, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert [recv(pull) for _ in range(5)] == [[str(n).encode()] for n in range(1, 6)]
 

@@ -7,13 +7,12 @@ included (``seq 5 | zmtp cat PUSH --qos 1 -c ...``)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 from tests import _cli
-from tests._cli import ROOT, Tool, cat
+from tests._cli import Tool, cat, piped_into_zmtp
 
 pytestmark = pytest.mark.interop
 zmq = pytest.importorskip("zmq")
@@ -50,15 +49,8 @@ def test_seq_piped_into_qos_push_reaches_a_zmtp_qos_pull(backend: str) -> None:
     pull = qos_peer("pull", "1", "5", backend)
     try:
         endpoint = pull.wait_for(lambda text: text.startswith("bound ")).split()[-1]
-        proc = subprocess.run(
-            f"seq 5 | {sys.executable} -m zmtp cat PUSH --qos 1 -c {endpoint} -t 30 "
-            f"--backend {backend}",
-            shell=True,
-            capture_output=True,
-            text=True,
-            timeout=90,
-            cwd=ROOT,
-            check=False,
+        proc = piped_into_zmtp(
+            "seq 5", "cat", "PUSH", "--qos", "1", "-c", endpoint, "-t", "30", "--backend", backend
         )
         assert proc.returncode == 0, proc.stderr
         assert "dead letter" not in proc.stderr

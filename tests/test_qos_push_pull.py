@@ -359,5 +359,5 @@ async def test_what_is_pending_at_the_linger_deadline_is_reported(level: int, re
         assert isinstance(letter, zmtp_qos.DeadLetter) and letter.reason == reason
         seen = [event async for event in events]  # ends with MonitorStopped
         dead = [e for e in seen if isinstance(e, QoSDeadLettered)]
-        assert [e.reason for e in dead] == [reason]
+        assert [(e.reason, e.endpoint) for e in dead] == [(reason, ep)]  # the connection's
         await raw.aclose()

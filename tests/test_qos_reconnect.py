@@ -149,6 +149,7 @@ async def test_level2_dead_letters_after_the_timeout_and_streams_them() -> None:
             event = await events.wait_for(QoSDeadLettered)
             assert isinstance(event, QoSDeadLettered)
             assert (event.peer, event.reason) == ("receiver-A", "peer_timeout")
+            assert event.endpoint == ep  # its last connection's (issue 10: it was "")
             assert await receipt == letter  # type: ignore[misc]
             assert push.runtime is not None and push.runtime.in_flight == 0
 

@@ -6,6 +6,7 @@ and the worker's log line for a processing timeout."""
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 
 import anyio
@@ -59,6 +60,34 @@ def test_a_producer_refuses_a_level_clearly() -> None:
 def test_a_worker_refuses_a_handler_that_is_not_callable() -> None:
     with pytest.raises(TypeError, match="handler must be a function"):
         zmtp_qos.Worker("jobs:resize", connect=["tcp://127.0.0.1:1"])  # type: ignore[arg-type]
+
+
+def test_a_worker_answers_linger_with_what_to_use_instead() -> None:
+    """``Worker(..., linger=0)``: a worker has no linger of its own (stop() waits for its
+    verdicts, kill() closes at once); the error says so, and where the socket's linger goes."""
+    with pytest.raises(TypeError) as refused:
+        zmtp_qos.Worker(print, connect=["tcp://127.0.0.1:1"], linger=0)  # type: ignore[arg-type]
+    text = str(refused.value)
+    assert text.startswith("Worker() got an unexpected keyword argument 'linger': ")
+    assert "kill() closes at once (linger 0)" in text and "confirm_timeout" in text
+    assert text.endswith("options={'linger': 0}")
+
+
+def test_a_worker_points_a_socket_option_keyword_to_options() -> None:
+    with pytest.raises(TypeError, match=re.escape("go in options={'recv_hwm': 5}")):
+        zmtp_qos.Worker(print, connect=["tcp://127.0.0.1:1"], recv_hwm=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'concurency'$"):
+        zmtp_qos.Worker(print, connect=["tcp://127.0.0.1:1"], concurency=5)  # type: ignore[arg-type]
+
+
+async def test_the_linger_the_error_suggests_reaches_the_worker_s_socket() -> None:
+    async with zmtp_qos.Producer() as producer:
+        endpoint = await producer.bind("tcp://127.0.0.1:*")
+        worker = zmtp_qos.Worker(print, connect=[endpoint], options={"linger": 0})
+        async with anyio.create_task_group() as tg:
+            await tg.start(worker.run)
+            assert worker.socket is not None and worker.socket.raw.options.linger == 0
+            worker.stop()
 
 
 async def test_a_plain_function_returning_a_coroutine_is_awaited() -> None:

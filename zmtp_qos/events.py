@@ -39,7 +39,17 @@ class QoSRetried(MonitorEvent):
 
 @dataclass(frozen=True)
 class QoSDeadLettered(MonitorEvent):
-    """A message was dead-lettered (``reason`` as in :class:`zmtp_qos.DeadLetter`)."""
+    """A message was dead-lettered (``reason`` as in :class:`zmtp_qos.DeadLetter`).
+
+    ``endpoint`` is that of the connection the message was placed on, as the socket names
+    its pipes (the ``connect()`` address, or the bound endpoint for an accepted connection):
+    the one it was last written to (for a peer gone past ``dead_letter_timeout``, its last
+    connection), or the ``connect()`` endpoint it was queued for when nobody ever answered
+    there. It is "" only for a message that was on no connection: unplaced, waiting for any
+    peer because its pipe was removed before it was written (``disconnect()``, or the close
+    of a socket whose connections never came up) or, at level 1, failed over while no peer
+    was connected and never written anywhere.
+    """
 
     peer: str
     reason: str

@@ -32,6 +32,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 import zmtp
+from zmtp.socket import as_message
 
 from .config import QoSConfig
 from .letters import DeadLetterStream, DeadLetterStreams
@@ -52,8 +53,9 @@ log = logging.getLogger("zmtp_qos.producer")
 #: dead-lettered ``peer_timeout`` (only those are ever offered to it).
 ResubmitPolicy = Callable[[DeadLetter, int], bool]
 
-#: What :meth:`Producer.submit` accepts: one part, or the parts of a multipart job.
-JobParts = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
+#: What :meth:`Producer.submit` accepts: one part, or the parts of a multipart job; each part
+#: as ``zmtp.Socket.send`` takes it (bytes-like, or str sent as UTF-8).
+JobParts = bytes | bytearray | memoryview | str | Sequence[bytes | bytearray | memoryview | str]
 
 PRODUCER_TYPES = frozenset({"PUSH", "SCATTER"})
 
@@ -216,7 +218,8 @@ class Producer:
     # ------------------------------------------------------------------ submitting
 
     async def submit(self, parts: JobParts) -> JobReceipt:
-        """Send a job (one part, or a list of parts) and return its receipt.
+        """Send a job (one part, or a list of parts; parts as ``zmtp.Socket.send`` takes them)
+        and return its receipt.
 
         Waits while ``send_hwm`` jobs are in flight (up to ``send_timeout``, then raises
         ``TimeoutError``); a job whose send fails is not counted and has no receipt.
@@ -225,10 +228,10 @@ class Producer:
         """
         if self._tg is None:
             raise RuntimeError("use the Producer as `async with` (it runs resubmissions)")
-        if isinstance(parts, bytes | bytearray | memoryview):
-            message = [bytes(parts)]
+        if isinstance(parts, bytes | bytearray | memoryview | str):
+            message = as_message((parts,))
         else:
-            message = [bytes(p) for p in parts]
+            message = as_message(parts)  # converted and refused as zmtp's send_multipart does
         job = JobReceipt(message)
         self._outstanding += 1
         try:

@@ -124,6 +124,9 @@ class AnchorState:
     """A level-2/3 peer across its connections."""
 
     pipe: Pipe | None = None
+    #: The endpoint of its last connection (``pipe.endpoint``), kept after it ends: where its
+    #: held and written messages were placed, for ``QoSDeadLettered``.
+    endpoint: str = ""
     disconnected_at: float | None = None
     held: deque[Entry] = field(default_factory=deque)  #: waiting for the anchor to come back
 
@@ -268,6 +271,7 @@ class QoSRuntime(SocketExtension):
         assert state.anchor is not None
         anchor = self.anchors.setdefault(state.anchor, AnchorState())
         anchor.pipe = pipe
+        anchor.endpoint = pipe.endpoint
         anchor.disconnected_at = None
         # Replay first: written-but-unsettled (in write order), then what was held back,
         # then what waited for any peer.
@@ -548,10 +552,14 @@ class QoSRuntime(SocketExtension):
             error = NackError(nack.code, nack.text)
             if not is_retryable(nack.code):
                 self._settled(entry)
-                self.dead_letter(entry, "terminal_nack", describe(state.anchor), error)
+                self.dead_letter(
+                    entry, "terminal_nack", describe(state.anchor), error, pipe.endpoint
+                )
             elif entry.retries >= self.config.max_retries or self.schedule is None:
                 self._settled(entry)
-                self.dead_letter(entry, "retry_exhausted", describe(state.anchor), error)
+                self.dead_letter(
+                    entry, "retry_exhausted", describe(state.anchor), error, pipe.endpoint
+                )
             else:
                 delay = backoff_delay(
                     entry.retries, self.config.backoff_base, self.config.backoff_max
@@ -592,7 +600,7 @@ class QoSRuntime(SocketExtension):
             anchor.held.clear()
             for entry in expired:
                 self._settled(entry)
-                self.dead_letter(entry, "peer_timeout", describe(key))
+                self.dead_letter(entry, "peer_timeout", describe(key), endpoint=anchor.endpoint)
             count += len(expired)
         if self.level >= 2:
             self.dedup.sweep(now)
@@ -608,12 +616,15 @@ class QoSRuntime(SocketExtension):
         (so it expires between ``dead_letter_timeout`` and that plus one sweep period after
         its send, as the disconnected-anchor sweep does); the dead letter names no peer.
         """
-        expired: list[Entry] = []
+        expired: list[tuple[Entry, str | None]] = []  # and the pipe's endpoint, if queued on one
         if self.orphans:
             kept: deque[Entry] = deque()
             for entry in self.orphans:
                 since = entry.waiting_since
-                (expired if since is not None and now - since >= horizon else kept).append(entry)
+                if since is not None and now - since >= horizon:
+                    expired.append((entry, None))
+                else:
+                    kept.append(entry)
             self.orphans = kept
         if self.pipes is not None and self.socket_type in SENDING_TYPES:
             for pipe in list(self.pipes()):
@@ -628,12 +639,12 @@ class QoSRuntime(SocketExtension):
                         queued.waiting_since = now
                     elif now - queued.waiting_since >= horizon and outbox.items[0] is message:
                         outbox.get()  # oldest first: the expired ones are at the front
-                        expired.append(queued)
-        for entry in expired:
+                        expired.append((queued, pipe.endpoint))
+        for entry, endpoint in expired:
             if entry.done:
                 continue
             self._settled(entry)
-            self.dead_letter(entry, "peer_timeout", "")
+            self.dead_letter(entry, "peer_timeout", "", endpoint=endpoint)
         return len(expired)
 
     async def linger(self) -> None:
@@ -659,6 +670,17 @@ class QoSRuntime(SocketExtension):
             return describe(state.anchor)
         return pipe.peer.address if pipe.peer is not None else pipe.endpoint
 
+    def _placed_on(self, entry: Entry) -> str:
+        """The endpoint of the connection ``entry`` was last written to (its tracker key: the
+        pipe at level 1, the anchor's last connection at levels 2-3); "" if never written."""
+        key = entry.key
+        if isinstance(key, Pipe):
+            return key.endpoint
+        if isinstance(key, bytes):
+            anchor = self.anchors.get(key)
+            return anchor.endpoint if anchor is not None else ""
+        return ""
+
     def _event(self, event: MonitorEvent) -> None:
         if self.emit is not None:
             self.emit(event)
@@ -667,22 +689,27 @@ class QoSRuntime(SocketExtension):
         """After close: what is still pending is dead-lettered ``socket_closed`` (levels
         2-3) or reported ``dropped_at_close`` (level 1)."""
         reason = "socket_closed" if self.level >= 2 else "dropped_at_close"
-        leftovers = list(self.tracker) + list(self.orphans)
+        # With the endpoint each was placed on where the entry does not tell (held ones).
+        leftovers: list[tuple[Entry, str | None]] = [(e, None) for e in self.tracker]
+        leftovers.extend((e, None) for e in self.orphans)
         for anchor in self.anchors.values():
-            leftovers.extend(anchor.held)
+            leftovers.extend((e, anchor.endpoint) for e in anchor.held)
             anchor.held.clear()
         for key in self.tracker.peer_keys():
             self.tracker.take(key)
         self.orphans.clear()
-        leftovers.extend(e for e in self.entries.values() if not e.done)
+        leftovers.extend((e, None) for e in self.entries.values() if not e.done)
         seen: set[int] = set()
-        for entry in leftovers:
+        for entry, endpoint in leftovers:
             if id(entry) in seen or entry.done:
                 continue
             seen.add(id(entry))
             self.entries.pop(id(entry.parts), None)
             self.dead_letter(
-                entry, reason, describe(entry.key if isinstance(entry.key, bytes) else None)
+                entry,
+                reason,
+                describe(entry.key if isinstance(entry.key, bytes) else None),
+                endpoint=endpoint,
             )
 
     def _settled(self, entry: Entry) -> None:
@@ -702,11 +729,21 @@ class QoSRuntime(SocketExtension):
             drained.set()
 
     def dead_letter(
-        self, entry: Entry, reason: str, peer: str, error: NackError | None = None
+        self,
+        entry: Entry,
+        reason: str,
+        peer: str,
+        error: NackError | None = None,
+        endpoint: str | None = None,
     ) -> None:
+        """Resolve ``entry``'s receipt to a dead letter and report it (``QoSDeadLettered``
+        with ``endpoint``, or when None the endpoint of the connection the entry was last
+        written to, :meth:`_placed_on`)."""
         letter = DeadLetter(list(entry.parts), reason, peer, error)
         self.dead_lettered += 1
-        self._event(QoSDeadLettered("", peer, reason))
+        if endpoint is None:
+            endpoint = self._placed_on(entry)
+        self._event(QoSDeadLettered(endpoint, peer, reason))
         if entry.resolve(letter):
             self.on_dead_letter(letter, entry)
 

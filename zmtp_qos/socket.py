@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +26,7 @@ from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import Message
 from zmtp.errors import CLOSED
 from zmtp.routing.req_rep import Rep, Req
+from zmtp.socket import as_message
 from zmtp.timeouts import call_timeout
 
 from .codes import TIMEOUT as NACK_TIMEOUT
@@ -79,6 +80,13 @@ class Handle:
     def _verdict(self, code: int | None, text: bytes) -> None:
         self._decide(code, text)
 
+    def _expire(self) -> None:
+        """The processing timeout passed: NACK TIMEOUT (retryable), unless a verdict came
+        first. The handle arms it itself (see ``_PipeHandle``), so the socket's timer needs
+        no way into the verdict and the user-facing API gains no name."""
+        if not self.decided:
+            self._give(NACK_TIMEOUT, b"processing_timeout")
+
     def complete(self) -> None:
         """The application processed the message: COMP."""
         self._give(None, b"")
@@ -112,11 +120,18 @@ class _PipeHandle(Handle):
     __slots__ = ("_digest", "_pipe", "_runtime")
 
     def __init__(self, parts: Message, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+        """With a ``processing_timeout`` in the runtime's config the handle arms its own
+        deadline on the runtime's timer (``runtime.schedule``, the socket's)."""
         self.parts = parts
         self.decided = False
         self._runtime = runtime
         self._pipe = pipe
         self._digest = digest
+        timeout = runtime.config.processing_timeout
+        if timeout is not None:
+            schedule = runtime.schedule
+            assert schedule is not None  # a socket's runtime always has its timer
+            schedule(timeout, self._expire)
 
     def _verdict(self, code: int | None, text: bytes) -> None:
         self._runtime.verdict(self._pipe, self._digest, code, text)
@@ -310,14 +325,16 @@ class Socket:
 
     # ------------------------------------------------------------------ send
 
-    async def send(self, data: bytes) -> Receipt | None:
-        """Send one part; see :meth:`send_multipart`."""
+    async def send(self, data: bytes | bytearray | memoryview | str) -> Receipt | None:
+        """Send one part; see :meth:`send_multipart` (the same types as ``zmtp.Socket.send``)."""
         runtime = self.runtime
         if runtime is None or self._reqrep is not None:
             return await self.send_multipart([data])
         # send_multipart's tracked path, spelled out: one coroutine fewer per message, and
         # runtime.register inlined (the entry is the receipt; one call fewer per message).
-        message = [data if type(data) is bytes else bytes(data)]
+        # As zmtp.Socket.send converts (str as UTF-8; anything else refused with its
+        # WrongType): the digest is then over the bytes that go on the wire.
+        message = [data] if type(data) is bytes else as_message((data,))
         entries = runtime.entries
         if len(entries) >= runtime.send_hwm:
             await self._wait_for_slot()
@@ -329,12 +346,15 @@ class Socket:
             raise
         return receipt
 
-    async def send_multipart(self, parts: list[bytes]) -> Receipt | None:
-        """Send a message. PUSH and SCATTER at QoS >= 1: a :class:`~zmtp_qos.Receipt` that
-        resolves to ``Delivered`` or a ``DeadLetter``. None at level 0, and from REQ and REP
-        at every level: a REQ's acknowledgement is its reply, so its request's fate comes
-        from ``recv`` (the reply, or ``NackError`` / ``DeadLetterError`` raised), and a
-        REP's reply is not acknowledged at all (docs/qos-protocol.md §5.2)."""
+    async def send_multipart(self, parts: Iterable[Any]) -> Receipt | None:
+        """Send a message: its parts as ``zmtp.Socket.send_multipart`` takes them (bytes,
+        bytearray, memoryview, or str as UTF-8; anything else is a ``TypeError``, and the
+        digest covers the bytes sent). PUSH and SCATTER at QoS >= 1: a
+        :class:`~zmtp_qos.Receipt` that resolves to ``Delivered`` or a ``DeadLetter``. None at
+        level 0, and from REQ and REP at every level: a REQ's acknowledgement is its reply, so
+        its request's fate comes from ``recv`` (the reply, or ``NackError`` /
+        ``DeadLetterError`` raised), and a REP's reply is not acknowledged at all
+        (docs/qos-protocol.md §5.2)."""
         if self.runtime is None:
             await self.raw.send_multipart(parts)
             return None
@@ -346,7 +366,7 @@ class Socket:
             self._reply_handle = None
             await self.raw.send_multipart(parts)
             return None
-        message = [p if type(p) is bytes else bytes(p) for p in parts]
+        message = as_message(parts)  # a fresh list of bytes, converted as zmtp converts
         runtime = self.runtime
         if runtime.full:
             await self._wait_for_slot()
@@ -417,14 +437,6 @@ class Socket:
             return False
         handle = _PipeHandle(message, runtime, pipe, digest)
         self._handles.append(handle)
-        timeout = self.config.processing_timeout
-        if timeout is not None:
-
-            def expire() -> None:
-                if not handle.decided:
-                    handle._give(NACK_TIMEOUT, b"processing_timeout")
-
-            self._schedule(timeout, expire)
         wakeup = self._handles_wakeup
         if wakeup is not None:
             self._handles_wakeup = None  # once: the next delivery finds nobody to wake

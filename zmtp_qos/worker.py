@@ -38,12 +38,14 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from zmtp.options import OPTION_NAMES
 
 from .codes import TIMEOUT, ProcessingError, code_for_exception, code_name
 from .config import QoSConfig
@@ -129,7 +131,12 @@ class Worker:
         config: QoSConfig | None = None,
         options: Mapping[str, Any] | None = None,
         confirm_timeout: float = CONFIRM_TIMEOUT,
+        **unexpected: NoReturn,
     ) -> None:
+        # ``**unexpected`` only to answer a misplaced keyword with what to write instead
+        # (NoReturn: a type checker still refuses every one of them).
+        if unexpected:
+            raise TypeError(_unexpected_keyword(next(iter(unexpected)), unexpected))
         if not callable(handler):
             raise TypeError(
                 f"the handler must be a function of the job's parts, not {type(handler).__name__}"
@@ -511,6 +518,23 @@ class Worker:
             if failed
             else "",
         )
+
+
+def _unexpected_keyword(name: str, given: Mapping[str, object]) -> str:
+    """Python's own message for an unknown keyword, plus where a zmtp socket option goes;
+    ``linger`` also says what a worker's stop and kill already do (docs/worker.md)."""
+    message = f"Worker() got an unexpected keyword argument {name!r}"
+    if name == "linger":
+        return (
+            f"{message}: a worker's stop() finishes the jobs it took and waits (up to "
+            "confirm_timeout) until their verdicts are written and confirmed, and kill() "
+            "closes at once (linger 0); to bound a stop in time, call kill() if run() has "
+            "not returned by then. The socket's own close linger (30 s, for what a stop "
+            f"left unwritten) is options={{'linger': {given[name]!r}}}"
+        )
+    if name in OPTION_NAMES:
+        return f"{message}: zmtp socket options go in options={{{name!r}: {given[name]!r}}}"
+    return message
 
 
 class _Expired(Exception):
