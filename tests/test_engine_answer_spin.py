@@ -183,3 +183,28 @@ async def test_several_peers_still_deliver_while_one_spins(spins: list[str]) -> 
                 await second.send(b"from the second peer")
                 await until(lambda: bool(got))
         assert got == [[b"second", b"from the second peer"]]
+
+
+async def test_the_spin_backs_off_when_answers_come_later(spins: list[str]) -> None:
+    # Every answer comes 10 ms after the request, long after a 1 ms spin: after two misses
+    # in a row only every 16th lent read spins (zmtp/engine/stream.py, _SPIN_PROBE_EVERY).
+    rounds = 40
+    short = {"answer_spin": 0.001}
+    async with (
+        linked(zmtp.PAIR, zmtp.PAIR, bind_options=short, connect_options=short) as (
+            server,
+            client,
+        ),
+        anyio.create_task_group() as tg,
+    ):
+
+        async def slow_echo() -> None:
+            for _ in range(rounds):
+                message = await recv_within(server)
+                await anyio.sleep(0.01)
+                await server.send_multipart(message)
+
+        tg.start_soon(slow_echo)
+        await ping_pong(client, rounds)
+    client_spins = len(spins)  # the server's spins wait for the next request: also misses
+    assert client_spins <= 2 * (2 + rounds // 16 + 1), spins

@@ -60,15 +60,16 @@ for up to the ``answer_spin`` option (200 us) before the process may sleep: on t
 the raw socket with a non-blocking ``recv`` between checkpoints, on asyncio a self-rescheduling
 ``call_soon`` callback keeps the selector at a zero timeout while the stream's ``receive``
 waits. A process that sleeps in ``epoll_wait`` must be woken by the peer's send, and on a VM
-that wake-up (an IPI to a halted vCPU) costs far more than the round trip's Python work: traced
+that wake-up (most likely of a halted vCPU) costs more than the round trip's Python work: traced
 on the dev VM, a hop whose waiting side had gone to sleep took 720-790 us against 120-300 us
 for one whose side was still running. The raw anyio ping-pong stays awake by accident (its send
 ends with a checkpoint, a loop pass, before its receive) and slept in 47 % of its hops; zmtp,
-with fewer passes but more work before its answer leaves, slept in 98 % (trio, 10,000 hops,
+with fewer passes but more work before its answer leaves, slept in 97 % (trio, 10,000 hops,
 ``perf`` ``sched_switch``). Only after an eager write: a one-way stream (PUSH, PULL, PUB, SUB)
 never spins, and a peer slower than the budget costs at most ``answer_spin`` of CPU per
 message. Each poll is a checkpoint, so other tasks run meanwhile, and a cancel ends the spin
-with nothing consumed.
+with nothing consumed. The spin backs off when it keeps missing (``_SPIN_MISSES_TOLERATED``):
+with more runnable processes than CPUs the peer may not run while we spin.
 
 On asyncio the reader also yields once after delivering messages from a drained socket, so that
 the woken application answers before the reader re-arms the socket (see ``_fifo_scheduler``).
@@ -117,6 +118,13 @@ logger = logging.getLogger("zmtp")
 #: application that was ping-ponging does something else. A ping-pong wakes the reader once
 #: per this interval instead of once per round trip.
 _LEASE_RECHECK = 0.005
+#: The answer spin backs off (see the module docstring): after this many spins in a row that
+#: ended without the answer, only every ``_SPIN_PROBE_EVERY``-th lent read spins, until one
+#: gets its answer again. On a machine with more runnable processes than CPUs the peer may
+#: not run while we spin, and spinning then delays the answer it waits for (measured at load
+#: average 8 on the dev VM: REQ/REP p50 2-3x worse with an unconditional spin).
+_SPIN_MISSES_TOLERATED = 2
+_SPIN_PROBE_EVERY = 16
 _MAX_BATCH_MESSAGES = 4096
 _MAX_BATCH_BYTES = 1 << 20
 _STREAM_ERRORS: tuple[type[Exception], ...] = (
@@ -206,6 +214,8 @@ class StreamConnection:
         #: (see the module docstring, answer spin). ``_fifo``: the loop is asyncio's.
         self._answer_due = False
         self._answer_spin = opts.answer_spin
+        #: Answer spins in a row that ended without the answer (see _SPIN_MISSES_TOLERATED).
+        self._spin_misses = 0
         self._fifo = _fifo_scheduler()
         #: Back-pressure on control replies (see _wait_replies_written): whether the writer is
         #: inside a write of control output only (no messages) that the peer has not taken
@@ -379,14 +389,23 @@ class StreamConnection:
         try:
             if self._answer_due:
                 self._answer_due = False
-                if self._fifo:
-                    stop = _keep_loop_polling(self._answer_spin)
-                    try:
-                        data = await self.stream.receive(self._read_size)
-                    finally:
-                        stop()
-                    return data
-                data = await self._poll_raw(perf_counter() + self._answer_spin)
+                misses = self._spin_misses
+                self._spin_misses = misses + 1  # reset below if this spin gets its answer
+                if misses < _SPIN_MISSES_TOLERATED or misses % _SPIN_PROBE_EVERY == 0:
+                    spin = self._answer_spin
+                    if self._fifo:
+                        started = perf_counter()
+                        stop = _keep_loop_polling(spin)
+                        try:
+                            data = await self.stream.receive(self._read_size)
+                        finally:
+                            stop()
+                        if perf_counter() - started < spin:
+                            self._spin_misses = 0
+                        return data
+                    data = await self._poll_raw(perf_counter() + spin)
+                    if data is not None:
+                        self._spin_misses = 0
             if data is None:
                 data = await self.stream.receive(self._read_size)
             return data
