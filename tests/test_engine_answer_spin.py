@@ -9,7 +9,8 @@ parametrised). On asyncio and trio.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -55,6 +56,16 @@ def spins(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
+@contextlib.asynccontextmanager
+async def pairs_with(**options: Any) -> AsyncIterator[tuple[zmtp.Socket, zmtp.Socket]]:
+    """Two linked PAIR sockets, both with ``options``."""
+    async with linked(zmtp.PAIR, zmtp.PAIR, bind_options=options, connect_options=options) as (
+        bound,
+        connecting,
+    ):
+        yield bound, connecting
+
+
 async def echo(sock: zmtp.Socket, rounds: int) -> None:
     for _ in range(rounds):
         await sock.send_multipart(await recv_within(sock))
@@ -84,14 +95,7 @@ async def test_a_ping_pong_spins_for_its_answers(types: tuple[str, str], spins: 
 
 
 async def test_no_spin_with_answer_spin_zero(spins: list[str]) -> None:
-    off = {"answer_spin": 0.0}
-    async with (
-        linked(zmtp.PAIR, zmtp.PAIR, bind_options=off, connect_options=off) as (
-            server,
-            client,
-        ),
-        anyio.create_task_group() as tg,
-    ):
+    async with pairs_with(answer_spin=0.0) as (server, client), anyio.create_task_group() as tg:
         tg.start_soon(echo, server, 20)
         await ping_pong(client, 20)
     assert spins == []
@@ -189,14 +193,7 @@ async def test_the_spin_backs_off_when_answers_come_later(spins: list[str]) -> N
     # Every answer comes 10 ms after the request, long after a 1 ms spin: after two misses
     # in a row only every 16th lent read spins (zmtp/engine/stream.py, _SPIN_PROBE_EVERY).
     rounds = 40
-    short = {"answer_spin": 0.001}
-    async with (
-        linked(zmtp.PAIR, zmtp.PAIR, bind_options=short, connect_options=short) as (
-            server,
-            client,
-        ),
-        anyio.create_task_group() as tg,
-    ):
+    async with pairs_with(answer_spin=0.001) as (server, client), anyio.create_task_group() as tg:
 
         async def slow_echo() -> None:
             for _ in range(rounds):
