@@ -83,8 +83,9 @@ class Options:
     #: before the process may sleep (no libzmq option; 0 = never). A sleeping process must
     #: be woken by the peer's send, which on a VM costs more than a round trip's work
     #: (docs/performance.md, "Round-trip latency"); a peer slower than this costs up to this
-    #: much CPU per message.
-    answer_spin: float = 200e-6
+    #: much CPU per message. Off by default: it helped on an idle machine and hurt on a loaded
+    #: one (more runnable processes than CPUs: the peer may not run while we spin).
+    answer_spin: float = 0.0
     #: ``ZMQ_MULTICAST_HOPS``: TTL (IPv6: hop limit) of the multicast datagrams a RADIO sends
     #: over udp:// (1-255; 1 keeps them on the local network).
     multicast_hops: int = 1
