@@ -58,8 +58,8 @@ Answer spin (latency): a lent read that follows an eager write (we have just ans
 asked, so the peer's next message is likely a few tens of us away) keeps the event loop polling
 for up to the ``answer_spin`` option (off by default; 200 us measured) before the process
 may sleep: on trio it polls the raw socket with a non-blocking ``recv`` between checkpoints,
-on asyncio a self-rescheduling ``call_soon`` callback keeps the selector at a zero timeout while the stream's ``receive``
-waits. A process that sleeps in ``epoll_wait`` must be woken by the peer's send, and on a VM
+on asyncio a self-rescheduling ``call_soon`` callback keeps the selector at a zero timeout
+while the stream's ``receive`` waits. A process that sleeps in ``epoll_wait`` must be woken by the peer's send, and on a VM
 that wake-up (most likely of a halted vCPU) costs more than the round trip's Python work: traced
 on the dev VM, a hop whose waiting side had gone to sleep took 720-790 us against 120-300 us
 for one whose side was still running. The raw anyio ping-pong stays awake by accident (its send
