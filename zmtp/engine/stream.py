@@ -54,22 +54,23 @@ close or the connection ending closes the stream, which ends the read, and a mes
 another peer of the socket *kicks* it (``kick``: a PING to the lender's peer, whose PONG ends
 the read; peers without PING, ZMTP 3.0, are never lent).
 
-Answer spin (latency): a lent read that follows an eager write (we have just answered or
-asked, so the peer's next message is likely a few tens of us away) keeps the event loop polling
-for up to the ``answer_spin`` option (off by default; 200 us measured) before the process
-may sleep: on trio it polls the raw socket with a non-blocking ``recv`` between checkpoints,
-on asyncio a self-rescheduling ``call_soon`` callback keeps the selector at a zero timeout
-while the stream's ``receive`` waits. A process that sleeps in ``epoll_wait`` must be woken by the peer's send, and on a VM
-that wake-up (most likely of a halted vCPU) costs more than the round trip's Python work: traced
-on the dev VM, a hop whose waiting side had gone to sleep took 720-790 us against 120-300 us
-for one whose side was still running. The raw anyio ping-pong stays awake by accident (its send
-ends with a checkpoint, a loop pass, before its receive) and slept in 47 % of its hops; zmtp,
-with fewer passes but more work before its answer leaves, slept in 97 % (trio, 10,000 hops,
-``perf`` ``sched_switch``). Only after an eager write: a one-way stream (PUSH, PULL, PUB, SUB)
-never spins, and a peer slower than the budget costs at most ``answer_spin`` of CPU per
-message. Each poll is a checkpoint, so other tasks run meanwhile, and a cancel ends the spin
-with nothing consumed. The spin backs off when it keeps missing (``_SPIN_MISSES_TOLERATED``):
-with more runnable processes than CPUs the peer may not run while we spin.
+Answer spin (latency): a lent read that follows an eager write (we have just answered or asked,
+so the peer's next message is likely a few tens of us away) keeps the event loop polling for up
+to the ``answer_spin`` option (off by default; 200 us measured) before the process may sleep:
+on trio it polls the raw socket with a non-blocking ``recv`` between checkpoints, on asyncio a
+self-rescheduling ``call_soon`` callback keeps the selector at a zero timeout while the
+stream's ``receive`` waits. A process that sleeps in ``epoll_wait`` must be woken by the peer's
+send, and on a VM that wake-up (most likely of a halted vCPU) costs more than the round trip's
+Python work: traced on the dev VM, a hop whose waiting side had gone to sleep took 720-790 us
+against 120-300 us for one whose side was still running. The raw anyio ping-pong stays awake by
+accident (its send ends with a checkpoint, a loop pass, before its receive) and slept in 47 %
+of its hops; zmtp, with fewer passes but more work before its answer leaves, slept in 97 %
+(trio, 10,000 hops, ``perf`` ``sched_switch``). Only after an eager write: a one-way stream
+(PUSH, PULL, PUB, SUB) never spins, and a peer slower than the budget costs at most
+``answer_spin`` of CPU per message. Each poll is a checkpoint, so other tasks run meanwhile,
+and a cancel ends the spin with nothing consumed. The spin backs off when it keeps missing
+(``_SPIN_MISSES_TOLERATED``): with more runnable processes than CPUs the peer may not run while
+we spin.
 
 On asyncio the reader also yields once after delivering messages from a drained socket, so that
 the woken application answers before the reader re-arms the socket (see ``_fifo_scheduler``).
