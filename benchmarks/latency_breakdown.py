@@ -12,16 +12,18 @@ on Linux, so comparable across the two processes), in each of them:
   events to the socket (routing, inbox, waking the application).
 
 It prints the median of every segment along the critical path (client ``c_``, server ``s_``)
-and the event-loop passes per round trip (asyncio ``_run_once`` calls, trio I/O waits) and trio
-task steps, per process. Wrapping costs ~1 us per mark, so read the *structure* (which hops
-exist, how many loop passes) more than the absolute numbers; ``bench_latency.py`` gives those.
+and the event-loop passes per round trip (asyncio ``_run_once`` calls, trio I/O waits), trio
+task steps and sleeps (voluntary context switches, ``getrusage``: the process waited in the
+kernel and had to be woken), per process. Wrapping costs ~1 us per mark, so read the
+*structure* (which hops exist, how many loop passes) more than the absolute numbers;
+``bench_latency.py`` gives those.
 
 The zmtp marks patch engine internals (``StreamConnection.__init__`` and ``_write_now``,
 ``Connection.receive_data``, ``StreamConnection._handle_events``): if they change, this tool
 says so instead of measuring something else.
 
 usage: latency_breakdown.py [--backend asyncio|trio] [--kind reqrep|pair|raw] [--n N]
-                            [--pin none|split|same]
+                            [--pin none|split|same] [--answer-spin SECONDS]
 
 With ``strace -f -c -e trace=recvfrom,sendto,write,epoll_wait,epoll_ctl`` in front, the
 system calls per round trip and side are the counts / (2 x (N + warm-up)).
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import resource
 import statistics
 import sys
 from array import array
@@ -51,7 +54,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.events: dict[str, array[int]] = {}
         self.on = False
-        self.counts = {"loop_passes": 0, "task_steps": 0}
+        self.counts = {"loop_passes": 0, "task_steps": 0, "sleeps": 0}
+        self._nvcsw = 0
 
     def mark(self, name: str) -> None:
         if self.on:
@@ -64,8 +68,13 @@ class _Recorder:
         self.events.clear()
         for k in self.counts:
             self.counts[k] = 0
+        self._nvcsw = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
 
     def result(self) -> Params:
+        # Voluntary context switches: the process went to sleep (in epoll_wait, waiting for
+        # the peer), which costs a wake-up on the peer's send (see the answer spin in
+        # zmtp/engine/stream.py).
+        self.counts["sleeps"] = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - self._nvcsw
         return {
             "events": {k: v.tobytes() for k, v in self.events.items()},
             "counts": dict(self.counts),
@@ -165,6 +174,12 @@ def _patch_engine(prefix: str) -> None:
 
 _TYPES = {"reqrep": ("REP", "REQ"), "pair": ("PAIR", "PAIR")}
 
+
+def _zmtp_options(p: Params) -> Params:
+    spin = p.get("answer_spin")
+    return {} if spin is None else {"answer_spin": spin}
+
+
 # --------------------------------------------------------------------------- roles
 
 
@@ -206,7 +221,7 @@ async def _server(ctrl: Any, p: Params) -> None:
         _patch_engine("s_")
         import zmtp
 
-        async with zmtp.Socket(_TYPES[p["kind"]][0]) as sock:
+        async with zmtp.Socket(_TYPES[p["kind"]][0], **_zmtp_options(p)) as sock:
             ctrl.send(("ready", await sock.bind("tcp://127.0.0.1:*")))
             REC.on = True
             recv, send, mark = sock.recv, sock.send, REC.mark
@@ -256,7 +271,7 @@ async def _client(ctrl: Any, p: Params) -> None:
         _patch_engine("c_")
         import zmtp
 
-        async with zmtp.Socket(_TYPES[p["kind"]][1]) as sock:
+        async with zmtp.Socket(_TYPES[p["kind"]][1], **_zmtp_options(p)) as sock:
             await sock.connect(p["endpoint"])
             recv, send = sock.recv, sock.send
             REC.on = True
@@ -308,12 +323,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=10_000, help="timed round trips (after 2000)")
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--pin", choices=PIN_CHOICES, default="none")
+    ap.add_argument(
+        "--answer-spin", type=float, default=None, help="zmtp answer_spin option (seconds)"
+    )
     ap.add_argument("--timeout", type=float, default=120.0)
     args = ap.parse_args(argv)
     pin_error = check_pin(args.pin)
     if pin_error:
         ap.error(pin_error)
-    p = {"backend": args.backend, "kind": args.kind, "size": args.size, "n": args.n}
+    p = {
+        "backend": args.backend,
+        "kind": args.kind,
+        "size": args.size,
+        "n": args.n,
+        "answer_spin": args.answer_spin,
+    }
     with WorkerGroup(timeout=args.timeout) as group:
         srv = group.start("server", server, p, cpu=pin_cpu(args.pin, 0))
         _, endpoint = group.expect(srv, "ready")
@@ -343,7 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     for who, res in (("client", cres), ("server", sres)):
         c = res["counts"]
         steps = f", {c['task_steps'] / n:.2f} task steps" if args.backend == "trio" else ""
-        print(f"  {who}: {c['loop_passes'] / n:.2f} event-loop passes{steps} per round trip")
+        print(
+            f"  {who}: {c['loop_passes'] / n:.2f} event-loop passes{steps}, "
+            f"{c['sleeps'] / n:.2f} sleeps per round trip"
+        )
     return 0
 
 

@@ -131,8 +131,11 @@ async def test_close_interrupts_a_lent_read() -> None:
 
 
 @pytest.mark.parametrize("how", ["recv_timeout", "cancel"])
-async def test_an_abandoned_lent_read_loses_nothing(how: str) -> None:
-    async with linked(zmtp.PAIR, zmtp.PAIR) as (bound, connecting):
+@pytest.mark.parametrize("answer_spin", [None, 0.5], ids=["default", "abandoned-in-spin"])
+async def test_an_abandoned_lent_read_loses_nothing(how: str, answer_spin: float | None) -> None:
+    # With a 0.5 s answer spin the recv is abandoned inside the spin (test_engine_answer_spin).
+    options = {} if answer_spin is None else {"answer_spin": answer_spin}
+    async with linked(zmtp.PAIR, zmtp.PAIR, connect_options=options) as (bound, connecting):
         async with anyio.create_task_group() as tg:
 
             async def receive() -> None:
@@ -224,10 +227,13 @@ async def test_a_resting_lease_goes_back_to_the_reader_when_the_socket_waits_oth
         assert await recv_within(sock) == [b"later"]
 
 
-async def test_a_peer_that_leaves_during_a_lent_read_is_noticed() -> None:
+@pytest.mark.parametrize("answer_spin", [None, 0.5], ids=["default", "leaves-in-spin"])
+async def test_a_peer_that_leaves_during_a_lent_read_is_noticed(answer_spin: float | None) -> None:
+    # With a 0.5 s answer spin the peer leaves while the recv spins (test_engine_answer_spin).
+    options = {} if answer_spin is None else {"answer_spin": answer_spin}
     async with (
         raw_server() as server,
-        zmtp.Socket(zmtp.PAIR, linger=0, reconnect_ivl=0.01) as sock,
+        zmtp.Socket(zmtp.PAIR, linger=0, reconnect_ivl=0.01, **options) as sock,
         sock.monitor() as monitor,
     ):
         await sock.connect(server.endpoint)

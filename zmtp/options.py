@@ -79,6 +79,14 @@ class Options:
     max_connections: int = 10_000
     #: Bytes requested per read from a stream transport.
     read_size: int = 256 * 1024
+    #: Seconds a ``recv`` that reads its only peer's connection itself, right after an
+    #: eager write of ours (a ping-pong: REQ/REP, PAIR, DEALER), keeps the event loop polling
+    #: before the process may sleep (no libzmq option; 0 = never). A sleeping process must
+    #: be woken by the peer's send, which on a VM costs more than a round trip's work
+    #: (docs/performance.md, "Round-trip latency"); a peer slower than this costs up to this
+    #: much CPU per message. Off by default: it helped on an idle machine and hurt on a loaded
+    #: one (more runnable processes than CPUs: the peer may not run while we spin).
+    answer_spin: float = 0.0
     #: ``ZMQ_MULTICAST_HOPS``: TTL (IPv6: hop limit) of the multicast datagrams a RADIO sends
     #: over udp:// (1-255; 1 keeps them on the local network).
     multicast_hops: int = 1
@@ -201,6 +209,8 @@ class Options:
             )
         if self.heartbeat_ttl < 0 or self.heartbeat_ttl > 6553.5:
             raise OptionError("heartbeat_ttl must be between 0 and 6553.5 seconds")
+        if not 0 <= self.answer_spin <= 1.0:
+            raise OptionError("answer_spin must be between 0 and 1 second")
         if not 1 <= self.multicast_hops <= 255:
             raise OptionError("multicast_hops must be between 1 and 255")
         self.security_mechanism()
