@@ -49,3 +49,29 @@ def test_a_fuzz_target_holds_its_invariants_on_random_input(name: str) -> None:
 def test_every_target_of_run_sh_is_run_here() -> None:
     script = (FUZZ / "run.sh").read_text()
     assert all(name in script for name in TARGETS), sorted(TARGETS)
+
+
+CORPUS = FUZZ / "corpus"
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_every_file_of_a_target_s_tracked_corpus_replays_through_it(name: str) -> None:
+    """The corpus fuzz/run.sh grew (issue 14) runs on each CI run, naming a failing file."""
+    files = sorted((CORPUS / name).iterdir())
+    assert files, f"no tracked corpus for {name} in {CORPUS / name}"
+    for path in files:
+        try:
+            TARGETS[name](path.read_bytes())
+        except BaseException as exc:
+            raise AssertionError(f"{path.relative_to(FUZZ.parent)}: {exc!r}") from exc
+
+
+@pytest.mark.parametrize("name", sorted(load("fuzz_protocol").CONNECTION_TARGETS))
+def test_a_connection_target_s_corpus_holds_a_completed_handshake(name: str) -> None:
+    """A corpus of only early failures would fuzz nothing past HELLO: at least one input of
+    each mechanism's corpus must take the connection to READY (fixed keys, replayable
+    randomness: fuzz_protocol.DeterministicRandom)."""
+    module = load("fuzz_protocol")
+    target = module.CONNECTION_TARGETS[name]
+    states = {target.run(path.read_bytes()).state for path in (CORPUS / name).iterdir()}
+    assert module.State.READY in states, (name, states)
