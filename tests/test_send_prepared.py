@@ -70,3 +70,36 @@ async def test_send_prepared_refuses_what_it_cannot_send_as_is() -> None:
         for bad in ([], [b"a", bytearray(b"b")], ["text"]):
             with pytest.raises(zmtp.WrongType):
                 await push.send_prepared(bad)  # type: ignore[arg-type]
+
+
+async def test_try_send_prepared_keeps_send_prepareds_cancel_cadence(stream_endpoint: str) -> None:
+    """``try_send_prepared`` (QoS's synchronous first try) declines at the calls where
+    ``send_prepared`` checks for a cancel, so a caller that falls back to ``send_prepared``
+    sees a cancel as soon as before: within 16 messages, nothing lost, nothing twice."""
+    async with linked(zmtp.PULL, zmtp.PUSH, stream_endpoint) as link:
+        sock = link.connector
+        returned: list[bytes] = []
+        declined = 0
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            for i in range(BURST):
+                message = b"t%d" % i
+                if not sock.try_send_prepared([message]):
+                    declined += 1
+                    await sock.send_prepared([message])
+                returned.append(message)
+        assert scope.cancelled_caught
+        assert 0 < len(returned) < 16  # the first cancel check, as send_prepared alone
+        assert declined == 1
+        await sock.send_prepared([b"marker"])
+        with anyio.fail_after(TIMEOUT):
+            got = [await link.binder.recv() for _ in range(len(returned) + 1)]
+        assert got == [*returned, b"marker"]
+
+
+async def test_try_send_prepared_declines_what_send_prepared_must_handle() -> None:
+    async with zmtp.Socket(zmtp.PUSH, linger=0) as push:
+        assert not push.try_send_prepared([b"no peer yet"])  # send_prepared would wait
+        for bad in ([], [b"a", bytearray(b"b")], ["text"]):
+            assert not push.try_send_prepared(bad)  # type: ignore[arg-type]
+    assert not push.try_send_prepared([b"closed"])

@@ -360,6 +360,28 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             return
         await self._send_blocking(message)
 
+    def try_send_prepared(self, message: Message) -> bool:
+        """Queue ``message`` (as :meth:`send_prepared` takes it) now if that needs no wait:
+        True if queued; False if nothing was done, and the caller awaits
+        :meth:`send_prepared` instead.
+
+        Extension point: a layer whose own ``send`` is a coroutine (QoS receipts) calls this
+        first and so awaits no second coroutine per message. It declines, rather than skips,
+        whatever :meth:`send_prepared` does beyond queuing: a closing socket, a wrong type, a
+        socket type's send check, the cancel check every 16 sends and the scheduler pass
+        every 256 (the same call count, so the cadence is unchanged), and no peer with room.
+        """
+        ops = self._ops + 1
+        if not ops & _CANCEL_CHECK_MASK or ops >= _YIELD_EVERY or self._core.closing:
+            return False
+        if len(message) != 1 or type(message[0]) is not bytes:
+            return False
+        strategy = self._strategy
+        if strategy.send_check or not strategy.try_send(message):
+            return False
+        self._ops = ops
+        return True
+
     async def _send_blocking(self, message: Message) -> None:
         """Wait for a peer with room, up to ``send_timeout``."""
         strategy = self._strategy

@@ -338,9 +338,12 @@ class Socket:
         entries = runtime.entries
         if len(entries) >= runtime.send_hwm:
             await self._wait_for_slot()
-        receipt = entries[id(message)] = Entry(message)
+        receipt = entries[id(message)] = Entry.new(message)
+        raw = self.raw
+        if raw.try_send_prepared(message):  # queued: no second coroutine awaited
+            return receipt
         try:
-            await self.raw.send_prepared(message)
+            await raw.send_prepared(message)
         except BaseException:
             runtime.unregister(message)  # never queued: no receipt, no dead letter
             raise

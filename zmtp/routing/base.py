@@ -239,7 +239,7 @@ class LoadBalancer:
         pipes = self._out
         n = len(pipes)
         ext = self.socket.extension
-        if n == 1 and ext is None:
+        if n == 1 and (ext is None or not ext.gates_sends):
             pipe = pipes[0]
             outbox = pipe.outbox
             items = outbox.items
