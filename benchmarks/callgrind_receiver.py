@@ -16,6 +16,13 @@ turns the cyclic GC off in the receiver (what the GC costs per message).
 Callgrind slows the receiver ~50x, so it reads full ``read_size`` chunks as the real
 receiver does when it is the bottleneck. The count still varies a little with how reads fall
 (trio more than asyncio); the per-cycle values show how much. Needs valgrind and pyzmq.
+
+``--type sub`` measures a zmtp SUB instead, fed by pyzmq XPUB sockets (``sndhwm`` 0, so
+nothing is dropped; each waits for the SUB's subscription before sending) with the payload
+``--topic`` + padding, the SUB subscribed to each of ``--subscribe`` (default ``b""``):
+what the subscription filter adds to a PULL's receive path (docs/performance.md, fan-out).
+
+    .venv/bin/python benchmarks/callgrind_receiver.py --type sub --subscribe "" --subscribe d .
 """
 
 from __future__ import annotations
@@ -36,20 +43,23 @@ HERE = Path(__file__).resolve()
 # --------------------------------------------------------------------------- the measured run
 
 
-def _sender(endpoint: str, peers: int, total: int, size: int) -> None:
-    """pyzmq PUSH sockets: all connected, then ``total`` messages round-robin over them."""
+def _sender(endpoint: str, peers: int, total: int, size: int, kind: str, topic: bytes) -> None:
+    """pyzmq PUSH (or XPUB) sockets: all connected, then ``total`` messages round-robin over
+    them, each ``topic`` padded to ``size`` bytes."""
     import zmq
 
     ctx = zmq.Context()
     socks = []
     for _ in range(peers):
-        sock = ctx.socket(zmq.PUSH)
+        sock = ctx.socket(zmq.XPUB if kind == "sub" else zmq.PUSH)
         sock.sndhwm = 0
         sock.connect(endpoint)
         socks.append(sock)
-    for sock in socks:  # one probe per peer: the receiver counts them before the run
-        sock.send(b"p")
-    payload = b"d" * size
+    payload = topic + b"d" * max(0, size - len(topic))
+    for sock in socks:
+        if kind == "sub":
+            sock.recv()  # the SUB's (first) subscription: from now on nothing is filtered out
+        sock.send(payload)  # one probe per peer: the receiver counts them before the run
     for i in range(total):
         socks[i % peers].send(payload)
     for sock in socks:
@@ -63,9 +73,17 @@ async def _receive(args: argparse.Namespace) -> None:
     import zmtp
 
     ctx = multiprocessing.get_context("spawn")
-    async with zmtp.Socket(zmtp.PULL, read_size=args.read_size) as pull:
+    kind = zmtp.SUB if args.type == "sub" else zmtp.PULL
+    topic = args.topic.encode()
+    async with zmtp.Socket(kind, read_size=args.read_size) as pull:
+        for subscription in args.subscribe or [""]:
+            if args.type == "sub":
+                pull.subscribe(subscription.encode())
         endpoint = await pull.bind("tcp://127.0.0.1:*")
-        proc = ctx.Process(target=_sender, args=(endpoint, args.peers, args.messages, args.size))
+        proc = ctx.Process(
+            target=_sender,
+            args=(endpoint, args.peers, args.messages, args.size, args.type, topic),
+        )
         proc.start()
         with anyio.fail_after(300):
             for _ in range(args.peers):
@@ -101,6 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         "gives what one read costs beyond its messages",
     )
     ap.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    ap.add_argument("--type", choices=("pull", "sub"), default="pull", help="the receiver")
+    ap.add_argument(
+        "--subscribe",
+        action="append",
+        help="--type sub: a topic the SUB subscribes to (repeatable; default the empty one)",
+    )
+    ap.add_argument(
+        "--topic", default="", help="--type sub: what every message starts with (default none)"
+    )
     ap.add_argument("--cycles", type=int, default=1)
     ap.add_argument("--no-gc", action="store_true", help="the cyclic GC off in the receiver")
     ap.add_argument("--timeout", type=float, default=900.0, help="per valgrind run (s)")
@@ -127,14 +154,24 @@ def main(argv: list[str] | None = None) -> int:
             args.backend,
             "--read-size",
             str(args.read_size),
+            "--type",
+            args.type,
+            "--topic",
+            args.topic,
+            *[f"--subscribe={topic}" for topic in args.subscribe or []],
         ] + (["--no-gc"] if args.no_gc else [])
 
     gc_note = ", GC off" if args.no_gc else ""
     per_message = per_message_by_tree(
         HERE, trees, args.messages, child_args, args.cycles, args.timeout
     )
+    if args.type == "sub":
+        subs = ", ".join(repr(t.encode()) for t in args.subscribe or [""])
+        route = f"XPUB -> zmtp SUB (subscribed to {subs}; messages start {args.topic.encode()!r})"
+    else:
+        route = "PUSH -> zmtp PULL"
     print(
-        f"\npyzmq {args.peers} PUSH -> zmtp PULL, {args.size} B, {args.backend}{gc_note}, "
+        f"\npyzmq {args.peers} {route}, {args.size} B, {args.backend}{gc_note}, "
         f"read_size {args.read_size}: "
         f"receiver instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
     )

@@ -371,3 +371,44 @@ async def test_xpub_welcome_is_the_first_data_frame() -> None:
             assert await peer.read_raw_frame() == frame(b"WELCOME!")  # 00 08 WELCOME!
             await peer.send(command(b"SUBSCRIBE", b"A"))
             assert await recv_within(xpub) == [b"\x01A"]
+
+
+@pytest.mark.parametrize("invert", [False, True])
+async def test_sub_filter_follows_subscription_changes_while_messages_flow(invert: bool) -> None:
+    """SUB's tuple-of-prefixes filter (up to PREFIXES_MAX topics) and the trie walk beyond it
+    give the same answers, batch after batch, as topics come and go across that limit."""
+    candidates = [[b"A1"], [b"B1", b"x"], [b"C", b"A-in-second-frame"], [b"H9"], [b"Q"], [b"J"]]
+    phases = [
+        ("sub", b"B"),
+        ("sub", b"C"),
+        *[("sub", bytes([c])) for c in b"DEFGHIJK"],  # past the limit: the trie walk
+        ("unsub", b"H"),
+        ("unsub", b"J"),
+        *[("unsub", bytes([c])) for c in b"DEFGIK"],  # back under it
+        ("unsub", b"A"),
+    ]
+    subscribed = {b"A"}
+    async with (
+        raw_server() as server,
+        zmtp.Socket(zmtp.SUB, linger=0, invert_matching=invert) as sub,
+    ):
+        sub.subscribe(b"A")
+        if not invert:
+            sub.subscribe(b"~")  # the end marker passes
+            subscribed.add(b"~")
+        await sub.connect(server.endpoint)
+        peer = await server.accept()
+        await peer.handshake("PUB")
+        for op, topic in phases:
+            if op == "sub":
+                sub.subscribe(topic)
+                subscribed.add(topic)
+            else:
+                sub.unsubscribe(topic)
+                subscribed.discard(topic)
+            await peer.send(b"".join(message(*m) for m in candidates) + message(b"~end"))
+            expected = [
+                m for m in candidates if any(m[0].startswith(t) for t in subscribed) is not invert
+            ]
+            got = [await recv_within(sub) for _ in range(len(expected) + 1)]
+            assert got == [*expected, [b"~end"]], (op, topic)

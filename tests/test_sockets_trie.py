@@ -9,7 +9,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zmtp.routing.trie import PipeTrie, RemoveResult, TopicTrie
+from zmtp.routing.trie import PREFIXES_MAX, PipeTrie, RemoveResult, TopicTrie
 
 # Small alphabet so that topics share prefixes and edges get split and merged a lot.
 topics = st.binary(max_size=6).map(lambda b: bytes(x % 3 + 0x61 for x in b))
@@ -38,10 +38,17 @@ def test_topic_trie_counts_like_a_multiset(operations: list[tuple[str, bytes, in
         else:
             expected = any(topic.startswith(t) for t in model)
             assert trie.matches(topic) == expected
+            if trie.prefixes is not None:  # SUB's fast filter gives the same answer
+                assert topic.startswith(trie.prefixes) == expected
         assert len(trie) == len(model)
         assert sorted(trie.topics()) == sorted(model)
         for t, n in model.items():
             assert trie.count(t) == n
+        # Listed exactly while there are few topics (an empty tuple matches nothing).
+        if len(model) <= PREFIXES_MAX:
+            assert trie.prefixes is not None and sorted(trie.prefixes) == sorted(model)
+        else:
+            assert trie.prefixes is None
     assert trie.matches_everything == (b"" in model)
 
 
