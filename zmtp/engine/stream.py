@@ -109,6 +109,7 @@ from ..protocol.mechanism import AuthRequest
 from ..transport.streams import ipc_peer_credentials
 from .allocator import settle_for_reads
 from .pipe import Pipe, PipeClosed
+from .queue import Message
 
 if TYPE_CHECKING:
     from .contract import ConnectionHost
@@ -641,6 +642,22 @@ class StreamConnection:
                 return
         self._wake_writer()
 
+    def _encode_batch(self, pipe: Pipe, batch: list[Message]) -> bytes:
+        """Encode a batch taken from ``pipe``'s outbox, after the extension has seen it.
+
+        One place for what the eager write and the writer task both do, so that they cannot
+        drift apart: the extension's ``before_send_batch`` runs first, and a publisher's shared
+        encodings (``pipe.shared_encoding``) are used only without an extension, whose hook
+        sees (and may change) the parts.
+        """
+        ext = self.socket.extension
+        if ext is not None:
+            ext.before_send_batch(pipe, batch)
+        conn = self.conn
+        if pipe.shared_encoding and ext is None:
+            return conn.encode_shared_messages(batch)
+        return conn.encode_messages(batch)
+
     def _write_now(self) -> bool:
         """Eager write of the outbox from the caller's task (the writer is parked, so nothing
         of ours is in flight). False if it cannot be done here; the writer then does it."""
@@ -655,16 +672,7 @@ class StreamConnection:
         data = conn.data_to_send(anyio.current_time() if conn.ping_unwritten else None)
         batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
-            ext = self.socket.extension
-            if ext is not None:
-                ext.before_send_batch(pipe, batch)
-            # A publisher's shared encodings (pipe.shared_encoding): only without an
-            # extension, whose before_send_batch sees (and may change) the parts.
-            encoded = (
-                conn.encode_shared_messages(batch)
-                if pipe.shared_encoding and ext is None
-                else conn.encode_messages(batch)
-            )
+            encoded = self._encode_batch(pipe, batch)
             data = data + encoded if data else encoded
         if not data:
             return True
@@ -707,16 +715,8 @@ class StreamConnection:
                 flushing = bool(backlog)
                 if outbox is not None and outbox.items:
                     assert pipe is not None
-                    batch = outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
-                    ext = socket.extension
-                    if ext is not None:
-                        ext.before_send_batch(pipe, batch)
-                    # A publisher's shared encodings (pipe.shared_encoding): only without an
-                    # extension, whose before_send_batch sees (and may change) the parts.
-                    encoded = (
-                        conn.encode_shared_messages(batch)
-                        if pipe.shared_encoding and ext is None
-                        else conn.encode_messages(batch)
+                    encoded = self._encode_batch(
+                        pipe, outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
                     )
                     data = data + encoded if data else encoded
                     flushing = True
