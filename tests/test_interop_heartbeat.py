@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 import zmtp
-from zmtp.interop import Libzmq, ZmtpEnd, compare_messages, link
+from zmtp.interop import Libzmq, LibzmqSocket, ZmtpEnd, compare_messages, link
 from zmtp.testing import FaultProxy, bind_endpoint, event_within, silent_zmtp_peer, tcp_port
 from zmtp.testing.fixtures import TEST_TIMEOUT, libzmq_env  # noqa: F401
 from zmtp.testing.wire import count_commands
@@ -20,6 +20,18 @@ pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 IVL, TIMEOUT = 0.1, 0.3  # seconds
 IDLE = 1.0  # several heartbeat timeouts of idle connection
 LIBZMQ_HEARTBEATS = {"heartbeat_ivl": 100, "heartbeat_timeout": 300, "heartbeat_ttl": 300}  # ms
+
+
+async def assert_still_connected(
+    ours: zmtp.Socket, theirs: LibzmqSocket, monitor: zmtp.Monitor, within: float, what: str
+) -> None:
+    """No disconnect or failed handshake for ``within`` seconds, a message still gets through
+    to libzmq, and there was no reconnect: the heartbeat kept the very same connection."""
+    dropped = await event_within(monitor, (zmtp.Disconnected, zmtp.HandshakeFailed), within)
+    assert dropped is None, f"{what}: {dropped}"
+    await ours.send(b"still connected")
+    assert await theirs.recv_multipart() == [b"still connected"]
+    assert await event_within(monitor, zmtp.Connected, 0) is None  # no reconnect either
 
 
 @pytest.mark.parametrize("binds", ["zmtp", "libzmq"])
@@ -35,11 +47,9 @@ async def test_libzmq_answers_our_pings(
             await link(ours, theirs, binds=binds, endpoint=bind_endpoint(transport, tmp_path))
             monitor = ours.monitor()
             # Idle for several timeouts: only PING/PONG keep the connection alive.
-            dropped = await event_within(monitor, (zmtp.Disconnected, zmtp.HandshakeFailed), IDLE)
-            assert dropped is None, f"our heartbeat dropped libzmq: {dropped}"
-            await ours.send(b"still connected")
-            assert await theirs.recv_multipart() == [b"still connected"]
-            assert await event_within(monitor, zmtp.Connected, 0) is None  # no reconnect either
+            await assert_still_connected(
+                ours, theirs, monitor, IDLE, "our heartbeat dropped libzmq"
+            )
 
 
 async def test_ping_pong_on_the_wire_with_libzmq(lz: Libzmq) -> None:
@@ -202,11 +212,9 @@ async def test_a_late_event_loop_does_not_drop_a_peer_that_answered(
             while time.monotonic() < deadline:
                 time.sleep(PASS_STALL)  # the fault this test injects: a blocked loop
                 await anyio.lowlevel.checkpoint()
-            dropped = await event_within(monitor, (zmtp.Disconnected, zmtp.HandshakeFailed), IVL)
-            assert dropped is None, f"a late loop dropped a live peer: {dropped}"
-            await ours.send(b"still connected")
-            assert await theirs.recv_multipart() == [b"still connected"]
-            assert await event_within(monitor, zmtp.Connected, 0) is None  # no reconnect either
+            await assert_still_connected(
+                ours, theirs, monitor, IVL, "a late loop dropped a live peer"
+            )
 
 
 async def test_a_full_inbox_does_not_drop_a_peer_that_answered(lz: Libzmq) -> None:

@@ -87,7 +87,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 from anyio.abc import ByteStream, SocketAttribute
@@ -889,14 +889,24 @@ def _cancel_clean_receive(stream: ByteStream) -> tuple[Callable[[int], Awaitable
                 await anyio.wait_readable(raw)
                 continue
             except OSError as exc:
-                if raw.fileno() < 0:
-                    raise anyio.ClosedResourceError from None
-                raise anyio.BrokenResourceError from exc
+                _raise_stream_error(raw, exc)
             if not data:
                 raise anyio.EndOfStream
             return data
 
     return receive, False
+
+
+def _raise_stream_error(raw: Any, exc: OSError) -> NoReturn:
+    """Turn a raw socket's ``OSError`` into the anyio error its stream would have raised.
+
+    A socket closed under us (fd -1) is ``ClosedResourceError``, as anyio's own receive and send
+    say for a stream closed locally; anything else is the peer's or the kernel's doing:
+    ``BrokenResourceError``. The reader and writer already handle exactly these two.
+    """
+    if raw.fileno() < 0:
+        raise anyio.ClosedResourceError from None
+    raise anyio.BrokenResourceError from exc
 
 
 def _cancel_clean_send(stream: ByteStream) -> Callable[[bytes], Awaitable[None]]:
@@ -927,9 +937,7 @@ def _cancel_clean_send(stream: ByteStream) -> Callable[[bytes], Awaitable[None]]
                 await anyio.wait_writable(raw)
                 continue
             except OSError as exc:
-                if raw.fileno() < 0:
-                    raise anyio.ClosedResourceError from None
-                raise anyio.BrokenResourceError from exc
+                _raise_stream_error(raw, exc)
             view = view[sent:]
 
     return send
