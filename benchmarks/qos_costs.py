@@ -128,6 +128,17 @@ def _socket(level: int, kind: str, linger: float = 0) -> Any:
     return zmtp.Socket(kind, **opts) if level < 0 else zmtp_qos.Socket(kind, qos=level, **opts)
 
 
+#: ``--gc-freeze``: ``gc.freeze()`` once the socket is up (zmtp is imported inside the run).
+_freeze_after_setup = [False]
+
+
+def _setup_done() -> None:
+    """What an application can do once started: move every object made so far (modules,
+    the socket) to the permanent generation, which full collections then skip."""
+    if _freeze_after_setup[0]:
+        gc.freeze()
+
+
 class _Probe:
     """One end's costs over the timed run, per message (see the module docstring)."""
 
@@ -204,6 +215,7 @@ async def _receiver(level: int, count: int) -> None:
 
     async with _socket(level, "PULL") as pull:
         print(await pull.bind("tcp://127.0.0.1:*"), flush=True)
+        _setup_done()
         recv = pull.recv
         probe = _Probe()
         for n in (count // 5, count):  # warm-up, then the timed run
@@ -225,6 +237,7 @@ async def _sender(level: int, count: int, endpoint: str, yield_every: int) -> No
     counter = itertools.count()
     async with _socket(level, "PUSH", linger=10) as push:  # a plain PUSH flushes at close
         await push.connect(endpoint)
+        _setup_done()
         runtime = getattr(push, "runtime", None)
         send = push.send
         probe = _Probe()
@@ -261,10 +274,20 @@ def _perf_counts(path: str, n: int) -> str:
 
 
 def ends(
-    backend: str, level: int, count: int, no_gc: bool, perf: bool = False, yield_every: int = 0
+    backend: str,
+    level: int,
+    count: int,
+    no_gc: bool,
+    perf: bool = False,
+    yield_every: int = 0,
+    gc_freeze: bool = False,
 ) -> str:
     me = [sys.executable, __file__]
-    flags = [*(["--no-gc"] if no_gc else []), f"--yield-every={yield_every}"]
+    flags = [
+        *(["--no-gc"] if no_gc else []),
+        *(["--gc-freeze"] if gc_freeze else []),
+        f"--yield-every={yield_every}",
+    ]
     common = ["--backend", backend, "--count", str(count), f"--levels={level}", *flags]
     events = ",".join(f"syscalls:sys_enter_{name}" for name in SYSCALLS)
     outs = [f"/tmp/qos_costs_perf_{os.getpid()}_{end}.csv" for end in ("recv", "send")]
@@ -305,6 +328,9 @@ def main() -> None:
     ap.add_argument("--backend", default="asyncio")
     ap.add_argument("--count", type=int, default=100_000)
     ap.add_argument("--no-gc", action="store_true")
+    ap.add_argument(
+        "--gc-freeze", action="store_true", help="ends: gc.freeze() once the socket is up"
+    )
     ap.add_argument("--perf", action="store_true", help="ends: syscall counts (perf stat)")
     ap.add_argument(
         "--yield-every",
@@ -320,6 +346,7 @@ def main() -> None:
 
         if args.no_gc:
             gc.disable()
+        _freeze_after_setup[0] = args.gc_freeze
         if args.what == "_recv":
             anyio.run(_receiver, levels[0], args.count, backend=args.backend)
         else:
@@ -339,7 +366,15 @@ def main() -> None:
             print(f"level {level}: {row}; total {sum(costs.values()):.2f} CPU us/msg")
         else:
             label = "plain" if level < 0 else f"level {level}"
-            result = ends(args.backend, level, args.count, args.no_gc, args.perf, args.yield_every)
+            result = ends(
+                args.backend,
+                level,
+                args.count,
+                args.no_gc,
+                args.perf,
+                args.yield_every,
+                args.gc_freeze,
+            )
             print(f"{args.backend} {label}: {result} (CPU us/msg)", flush=True)
 
 
