@@ -7,11 +7,16 @@ that a machine loaded by other work moves them little:
   per batch of 256 messages, ``register`` (each), ``before_send_batch``, the receiver's
   ``on_receive_batch`` (digest + ACK frame), the ACK frames through the frame decoder,
   ``on_command_batch`` (settle), and at level 2 the receiver's CLR run. CPU µs per message.
-* ``ends``: PUSH and PULL in two processes over tcp; each reports its user and system CPU per
-  message over the timed run (``os.times``: 10 ms resolution, so use 50 000+ messages).
+* ``ends``: PUSH and PULL in two processes over tcp; each reports, per message over the timed
+  run: user and system CPU (``getrusage``), wall time, the cyclic GC's CPU time and its
+  collections per generation (``gc.callbacks``), voluntary and involuntary context switches
+  (``/proc/self/status``: a voluntary one is a sleep waiting on the other side), on asyncio the
+  selector waits and the time spent in them (the idle share), and at the sender the mean
+  number of messages in flight. ``--perf`` adds each process's syscalls per message
+  (``perf stat`` on the syscall tracepoints; whole process life, warm-up included).
 
     python benchmarks/qos_costs.py stages --levels 1,2
-    python benchmarks/qos_costs.py ends --backend asyncio --count 100000 --levels=-1,1,2,3
+    python benchmarks/qos_costs.py ends --backend asyncio --count 100000 --levels=-1,1,2,3 --perf
 
 Level -1 is a plain ``zmtp.Socket`` (ends only). ``--no-gc`` runs ``ends`` with the cyclic
 garbage collector disabled in both processes (what the collector costs per message).
@@ -23,6 +28,7 @@ import argparse
 import gc
 import itertools
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -122,10 +128,86 @@ def _socket(level: int, kind: str, linger: float = 0) -> Any:
     return zmtp.Socket(kind, **opts) if level < 0 else zmtp_qos.Socket(kind, qos=level, **opts)
 
 
-def _cpu(before: Any, after: Any, n: int) -> str:
-    user = (after.user - before.user) / n * 1e6
-    system = (after.system - before.system) / n * 1e6
-    return f"user {user:.2f} sys {system:.2f}"
+#: ``--gc-freeze``: ``gc.freeze()`` once the socket is up (zmtp is imported inside the run).
+_freeze_after_setup = [False]
+
+
+def _setup_done() -> None:
+    """What an application can do once started: move every object made so far (modules,
+    the socket) to the permanent generation, which full collections then skip."""
+    if _freeze_after_setup[0]:
+        gc.freeze()
+
+
+class _Probe:
+    """One end's costs over the timed run, per message (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.start()
+        gc.callbacks.append(self._on_gc)
+        self._hook_selector()
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        now = time.process_time()  # CPU: on a loaded machine the wall clock is the scheduler's
+        generation = info["generation"]
+        if phase == "start":
+            self._gc_t = now
+            self.collections[generation] += 1
+        else:
+            self.gc_by_gen[generation] += now - self._gc_t
+
+    def _hook_selector(self) -> None:
+        import asyncio
+
+        try:
+            selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+        except (RuntimeError, AttributeError):
+            return  # trio: its waits show only in the context switches
+        select = selector.select
+        clock = time.perf_counter
+
+        def timed_select(timeout: float | None = None) -> Any:
+            self.waits += 1
+            t0 = clock()
+            try:
+                return select(timeout)
+            finally:
+                self.wait_s += clock() - t0
+
+        selector.select = timed_select
+
+    @staticmethod
+    def _switches() -> tuple[int, int]:
+        values = {}
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.endswith("ctxt_switches"):
+                    values[key] = int(value)
+        return values["voluntary_ctxt_switches"], values["nonvoluntary_ctxt_switches"]
+
+    def start(self) -> None:
+        self._gc_t = self.wait_s = 0.0
+        self.waits = 0
+        self.collections = [0, 0, 0]
+        self.gc_by_gen = [0.0, 0.0, 0.0]
+        self._t0 = (resource.getrusage(resource.RUSAGE_SELF), time.perf_counter())
+        self._csw0 = self._switches()
+
+    def report(self, n: int) -> str:
+        usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        (vcsw, ivcsw), (vcsw0, ivcsw0) = self._switches(), self._csw0
+        usage0, wall0 = self._t0
+        us = 1e6 / n
+        return (
+            f"user {(usage.ru_utime - usage0.ru_utime) * us:.2f}"
+            f" sys {(usage.ru_stime - usage0.ru_stime) * us:.2f}"
+            f" wall {(wall - wall0) * us:.2f} gc {sum(self.gc_by_gen) * us:.2f}"
+            f" (collections {'/'.join(map(str, self.collections))},"
+            f" {'/'.join(f'{t * us:.2f}' for t in self.gc_by_gen)} by generation)"
+            f" vcsw/msg {(vcsw - vcsw0) / n:.4f} ivcsw/msg {(ivcsw - ivcsw0) / n:.4f}"
+            f" waits/msg {self.waits / n:.4f} waiting {self.wait_s * us:.2f}"
+        )
 
 
 async def _receiver(level: int, count: int) -> None:
@@ -133,47 +215,92 @@ async def _receiver(level: int, count: int) -> None:
 
     async with _socket(level, "PULL") as pull:
         print(await pull.bind("tcp://127.0.0.1:*"), flush=True)
+        _setup_done()
         recv = pull.recv
+        probe = _Probe()
         for n in (count // 5, count):  # warm-up, then the timed run
-            before = os.times()
+            probe.start()
             for _ in range(n):
                 message = await recv()
                 if level == 3:
                     message.complete()
-            after = os.times()
-        print(_cpu(before, after, count), flush=True)
+        print(probe.report(count), flush=True)
         await anyio.sleep(0.5)  # let the last acknowledgements go out
 
 
-async def _sender(level: int, count: int, endpoint: str) -> None:
+async def _sender(level: int, count: int, endpoint: str, yield_every: int) -> None:
     import anyio
+    from anyio.lowlevel import checkpoint
 
     body = os.urandom(56)
     pack = struct.Struct("<Q").pack
     counter = itertools.count()
     async with _socket(level, "PUSH", linger=10) as push:  # a plain PUSH flushes at close
         await push.connect(endpoint)
+        _setup_done()
         runtime = getattr(push, "runtime", None)
         send = push.send
+        probe = _Probe()
         for n in (count // 5, count):
-            before = os.times()
-            for _ in range(n):
+            probe.start()
+            in_flight = 0
+            for i in range(n):
                 await send(pack(next(counter)) + body)
+                if runtime is not None and not i % 64:
+                    in_flight += runtime.in_flight
+                if yield_every and not i % yield_every:
+                    await checkpoint()  # diagnostic: let the loop read ACKs sooner
             while runtime is not None and runtime.in_flight:
                 await anyio.sleep(0.0005)
-            after = os.times()
-        print(_cpu(before, after, count), flush=True)
+        print(probe.report(count), f"in-flight(mean) {in_flight * 64 / count:.0f}", flush=True)
 
 
-def ends(backend: str, level: int, count: int, no_gc: bool) -> str:
+#: Syscalls ``--perf`` counts (Linux tracepoints through ``perf stat``).
+SYSCALLS = ("sendto", "sendmsg", "recvfrom", "recvmsg", "epoll_wait", "epoll_ctl", "write", "read")
+
+
+def _perf_counts(path: str, n: int) -> str:
+    """Per-message syscall counts of one process (its whole life, warm-up and startup
+    included: n is the messages it handled, warm-up included)."""
+    counts = []
+    with open(path) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 2 and fields[2].startswith("syscalls:sys_enter_"):
+                name = fields[2].removeprefix("syscalls:sys_enter_")
+                if fields[0].isdigit() and int(fields[0]) > 0:
+                    counts.append(f"{name} {int(fields[0]) / n:.4f}")
+    return " ".join(counts)
+
+
+def ends(
+    backend: str,
+    level: int,
+    count: int,
+    no_gc: bool,
+    perf: bool = False,
+    yield_every: int = 0,
+    gc_freeze: bool = False,
+) -> str:
     me = [sys.executable, __file__]
-    flags = ["--no-gc"] if no_gc else []
+    flags = [
+        *(["--no-gc"] if no_gc else []),
+        *(["--gc-freeze"] if gc_freeze else []),
+        f"--yield-every={yield_every}",
+    ]
     common = ["--backend", backend, "--count", str(count), f"--levels={level}", *flags]
-    receiver = subprocess.Popen([*me, "_recv", *common], stdout=subprocess.PIPE, text=True)
+    events = ",".join(f"syscalls:sys_enter_{name}" for name in SYSCALLS)
+    outs = [f"/tmp/qos_costs_perf_{os.getpid()}_{end}.csv" for end in ("recv", "send")]
+    wrap = [[*("perf", "stat", "-x,", "-e", events, "-o", out)] if perf else [] for out in outs]
+    receiver = subprocess.Popen(
+        [*wrap[0], *me, "_recv", *common], stdout=subprocess.PIPE, text=True
+    )
     assert receiver.stdout is not None
     endpoint = receiver.stdout.readline().strip()
     sender = subprocess.Popen(
-        [*me, "_send", *common, "--endpoint", endpoint], stdout=subprocess.PIPE, text=True
+        [*wrap[1], *me, "_send", *common, "--endpoint", endpoint],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         sent, _ = sender.communicate(timeout=600)
@@ -183,7 +310,14 @@ def ends(backend: str, level: int, count: int, no_gc: bool) -> str:
         received, _ = receiver.communicate(timeout=60)
     finally:
         receiver.kill()
-    return f"sender {sent.strip()} | receiver {received.strip()}"
+    result = f"\n  sender   {sent.strip()}\n  receiver {received.strip()}"
+    if perf:
+        n = count + count // 5
+        result += f"\n  sender syscalls/msg   {_perf_counts(outs[1], n)}"
+        result += f"\n  receiver syscalls/msg {_perf_counts(outs[0], n)}"
+        for out in outs:
+            os.unlink(out)
+    return result
 
 
 def main() -> None:
@@ -194,6 +328,16 @@ def main() -> None:
     ap.add_argument("--backend", default="asyncio")
     ap.add_argument("--count", type=int, default=100_000)
     ap.add_argument("--no-gc", action="store_true")
+    ap.add_argument(
+        "--gc-freeze", action="store_true", help="ends: gc.freeze() once the socket is up"
+    )
+    ap.add_argument("--perf", action="store_true", help="ends: syscall counts (perf stat)")
+    ap.add_argument(
+        "--yield-every",
+        type=int,
+        default=0,
+        help="ends, diagnostic: the sender yields to the event loop every N sends",
+    )
     ap.add_argument("--endpoint", default="")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
@@ -202,10 +346,18 @@ def main() -> None:
 
         if args.no_gc:
             gc.disable()
+        _freeze_after_setup[0] = args.gc_freeze
         if args.what == "_recv":
             anyio.run(_receiver, levels[0], args.count, backend=args.backend)
         else:
-            anyio.run(_sender, levels[0], args.count, args.endpoint, backend=args.backend)
+            anyio.run(
+                _sender,
+                levels[0],
+                args.count,
+                args.endpoint,
+                args.yield_every,
+                backend=args.backend,
+            )
         return
     for level in levels:
         if args.what == "stages":
@@ -214,7 +366,15 @@ def main() -> None:
             print(f"level {level}: {row}; total {sum(costs.values()):.2f} CPU us/msg")
         else:
             label = "plain" if level < 0 else f"level {level}"
-            result = ends(args.backend, level, args.count, args.no_gc)
+            result = ends(
+                args.backend,
+                level,
+                args.count,
+                args.no_gc,
+                args.perf,
+                args.yield_every,
+                args.gc_freeze,
+            )
             print(f"{args.backend} {label}: {result} (CPU us/msg)", flush=True)
 
 
