@@ -228,13 +228,15 @@ def test_dedup_capacity_evicts_oldest_and_ttl_sweeps() -> None:
 class _Entry:
     digest: bytes
     name: str
+    key: object = None
+    seq: int = 0
 
 
 def test_pending_identical_messages_are_fifo_per_digest() -> None:
     tracker: PendingTracker[_Entry] = PendingTracker()
     a1, a2, b = _Entry(b"A" * 8, "a1"), _Entry(b"A" * 8, "a2"), _Entry(b"B" * 8, "b")
     for entry in (a1, b, a2):
-        tracker.track("peer", entry)
+        tracker.track("peer", entry, entry.digest)
     assert len(tracker) == 3
     assert tracker.settle(b"A" * 8) is a1  # the oldest first, never overwritten
     assert tracker.entries("peer") == [b, a2]
@@ -246,9 +248,9 @@ def test_pending_identical_messages_are_fifo_per_digest() -> None:
 def test_pending_take_keeps_write_order_and_per_key_settle() -> None:
     tracker: PendingTracker[_Entry] = PendingTracker()
     e = [_Entry(b"A" * 8, f"p{i}") for i in range(3)]
-    tracker.track("p", e[0])
-    tracker.track("q", e[1])
-    tracker.track("p", e[2])
+    tracker.track("p", e[0], e[0].digest)
+    tracker.track("q", e[1], e[1].digest)
+    tracker.track("p", e[2], e[2].digest)
     assert tracker.settle(b"A" * 8, key="q") is e[1]
     assert tracker.take("p") == [e[0], e[2]]
     assert len(tracker) == 0 and tracker.settle(b"A" * 8) is None
@@ -261,8 +263,8 @@ def test_pending_settle_all_is_settle_in_turn() -> None:
     a1, a2, b, c = (
         _Entry(d * 8, n) for d, n in ((b"A", "a1"), (b"A", "a2"), (b"B", "b"), (b"C", "c"))
     )
-    tracker.track_all("p", [a1, b, a2])
-    tracker.track("q", c)
+    tracker.track_all("p", [a1, b, a2], [e.digest for e in (a1, b, a2)])
+    tracker.track("q", c, c.digest)
     found = tracker.settle_all("p", [b"A" * 8, b"Z" * 8, b"A" * 8, b"C" * 8, b"A" * 8, b"B" * 8])
     assert found == [a1, None, a2, None, None, b]  # c is another key's
     assert len(tracker) == 1 and tracker.entries("p") == []

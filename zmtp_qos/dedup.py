@@ -54,6 +54,28 @@ class DedupStore:
             entries.popitem(last=False)
         return True
 
+    def admit_all(self, anchor: bytes, digests: list[bytes], now: float) -> list[int]:
+        """:meth:`admit` for each of ``digests`` in turn (a level-2 read's batch) in one call;
+        returns the positions of the duplicates (empty: every message is new).
+
+        The usual batch (distinct digests, none known) is added by one C-level ``update``
+        after one ``isdisjoint`` check, instead of a call and a lookup per message; anything
+        else goes digest by digest, exactly as :meth:`admit` in a loop (same duplicates, same
+        evictions: the newest ``capacity`` digests are kept either way)."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            entries = self._sets[anchor] = OrderedDict()
+        if entries.keys().isdisjoint(digests) and len(set(digests)) == len(digests):
+            entries.update(dict.fromkeys(digests, now))
+            capacity = self.capacity
+            if len(entries) > capacity:
+                popitem = entries.popitem
+                for _ in range(len(entries) - capacity):
+                    popitem(last=False)
+            return []
+        admit = self.admit
+        return [i for i, digest in enumerate(digests) if not admit(anchor, digest, now)]
+
     def remove(self, anchor: bytes, digest: bytes) -> bool:
         """CLR: forget ``digest``; whether it was known."""
         entries = self._sets.get(anchor)

@@ -29,8 +29,9 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import anyio
 
@@ -45,7 +46,7 @@ from .anchor import describe, peer_anchor
 from .codes import is_retryable
 from .config import QoSConfig, backoff_delay
 from .dedup import DedupStore
-from .digest import DIGEST_SIZE, DIGESTERS
+from .digest import BATCH_DIGESTERS, BATCH_KEYERS, DIGEST_SIZE, DIGESTERS, key_of
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
@@ -60,11 +61,13 @@ class Entry(Receipt):
     :class:`Receipt` that ``send`` returns (one object per message in flight, not two: fewer
     allocations and fewer objects for the cyclic GC to walk, docs/performance.md)."""
 
-    __slots__ = ("algorithm", "digest", "key", "parts", "retries", "seq", "waiting_since")
+    __slots__ = ("digest", "key", "parts", "retries", "seq", "waiting_since")
 
-    algorithm: str
-    digest: bytes
-    #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
+    #: The digest of its message for the peer it was last written to, as an int
+    #: (:func:`zmtp_qos.digest.key_of`); set by the tracker (it is re-computed at every write:
+    #: a replay may go to a peer using the other algorithm).
+    digest: int
+    #: the pipe (level 1) or anchor (levels 2-3) it is tracked under (None: never written)
     key: object
     parts: Message
     retries: int
@@ -82,7 +85,8 @@ class Entry(Receipt):
         ``__init__`` is Python code costs a C-level call and a new interpreter frame, a
         function call from Python code does not (~100 ns per message less;
         docs/performance.md, optimisation log). Receipt's state is set here too, without
-        ``Receipt.__init__``.
+        ``Receipt.__init__``. ``digest`` and ``seq`` are not: the tracker sets them when the
+        entry is written, and nothing reads them before (two stores fewer per message).
         """
         entry: Entry = _new_object(Entry)
         entry.outcome = None
@@ -90,12 +94,9 @@ class Entry(Receipt):
         entry.watched = None
         entry.observed = False
         entry.parts = parts
-        entry.digest = b""
-        entry.algorithm = ""
         entry.key = None
         entry.retries = 0
         entry.waiting_since = None
-        entry.seq = 0
         return entry
 
 
@@ -129,6 +130,10 @@ class PeerState:
     anchor: bytes | None
     algorithm: str
     digester: Callable[[Message], bytes]
+    #: A batch's digests as the sender tracks them (ints, :func:`zmtp_qos.digest.keys_x`)
+    #: and as the receiver answers them (bytes, :func:`zmtp_qos.digest.digests_x`).
+    keys: Callable[[Sequence[Message]], list[int]] = BATCH_KEYERS["x"]
+    digests: Callable[[Sequence[Message]], list[bytes]] = BATCH_DIGESTERS["x"]
     key: object = None  #: the tracker key: the pipe (level 1) or the anchor (levels 2-3)
     delivered: Delivered = field(default_factory=lambda: _NOBODY)  #: set by validate_peer
     ack_prefix: bytes = b""
@@ -270,7 +275,14 @@ class QoSRuntime(SocketExtension):
         result = handshake.validate_peer(self.level, peer.properties, anchor)
         if isinstance(result, str):
             return result
-        state = PeerState(anchor, result.algorithm, DIGESTERS[result.algorithm])
+        algorithm = result.algorithm
+        state = PeerState(
+            anchor,
+            algorithm,
+            DIGESTERS[algorithm],
+            BATCH_KEYERS[algorithm],
+            BATCH_DIGESTERS[algorithm],
+        )
         state.key = pipe if self.level == 1 else anchor
         state.delivered = Delivered(self._peer_name(pipe, state))
         pipe.extension_state = state
@@ -410,25 +422,18 @@ class QoSRuntime(SocketExtension):
 
     def before_send_batch(self, pipe: Pipe, messages: list[Message]) -> None:
         """Digest and track a writer's batch before it is written: an immediate ACK finds
-        every entry (one loop and one tracker call per batch)."""
+        every entry. The entries are looked up and the digests computed in C-level loops
+        (``map``, :func:`zmtp_qos.digest.keys_x`), and one tracker call records them: the
+        only Python loop per message is the tracker's. A message is digested at each write
+        (a replay may go to a peer using the other algorithm; hashing 64 B is cheaper than
+        the test that would skip it)."""
         state: PeerState | None = pipe.extension_state
         if state is None or not self.sending:
             return
-        entries = self.entries
-        algorithm = state.algorithm
-        digester = state.digester
-        key = state.key
-        batch: list[Entry] = []
-        for message in messages:
-            entry = entries.get(id(message))
-            if entry is None or entry.parts is not message:
-                entry = self._entry_for(message)
-            if entry.algorithm != algorithm:  # new ("") or re-sent to a peer using another
-                entry.digest = digester(message)
-                entry.algorithm = algorithm
-            entry.key = key
-            batch.append(entry)
-        self.tracker.track_all(key, batch)
+        found = list(map(self.entries.get, map(id, messages)))
+        if None in found:  # a message the wrapper did not register (never, in practice)
+            found = [self._entry_for(message) for message in messages]
+        self.tracker.track_all(state.key, cast("list[Entry]", found), state.keys(messages))
 
     def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
         """A read's run of commands: the settling ones (ACK at levels 1-2, COMP at 3) in one
@@ -463,7 +468,7 @@ class QoSRuntime(SocketExtension):
 
     def _settle_run(self, pipe: Pipe, state: PeerState, run: list[bytes]) -> None:
         """Settle a run of ACKs (COMPs) in one tracker call, and queue their CLRs in one."""
-        found = self._settle(state, [data[1 : 1 + DIGEST_SIZE] for data in run])
+        found = self._settle(state, [key_of(data[1 : 1 + DIGEST_SIZE]) for data in run])
         if self.level >= 2:
             self._send_frames(
                 pipe,
@@ -480,7 +485,7 @@ class QoSRuntime(SocketExtension):
         built from the frames in one piece."""
         if frames.name != self.settling:  # the other level's command: ignored
             return
-        found = self._settle(state, runs.digests(frames))
+        found = self._settle(state, runs.digest_keys(frames))
         if self.level >= 2:
             if None not in found:
                 self._send_frames(pipe, [runs.clear_frames(frames)])
@@ -495,7 +500,7 @@ class QoSRuntime(SocketExtension):
                     ],
                 )
 
-    def _settle(self, state: PeerState, digests: list[bytes]) -> list[Entry | None]:
+    def _settle(self, state: PeerState, digests: list[int]) -> list[Entry | None]:
         """Settle the oldest entry of each digest under the peer's key (one tracker call):
         the receipts resolve ``Delivered``; returns what each digest found (None: unknown,
         ignored)."""
@@ -554,7 +559,7 @@ class QoSRuntime(SocketExtension):
         if name == self.settling:  # the hot path: ACK at levels 1-2, COMP at 3
             if len(data) < 1 + DIGEST_SIZE:
                 return  # too short for a digest: ignored (lenient, docs/qos-protocol.md §4)
-            entry = self.tracker.settle(data[1 : 1 + DIGEST_SIZE], state.key)
+            entry = self.tracker.settle(key_of(data[1 : 1 + DIGEST_SIZE]), state.key)
             if entry is None:
                 return  # unknown digest (or the other level's command): ignored
             if self.level >= 2:
@@ -567,7 +572,7 @@ class QoSRuntime(SocketExtension):
             nack = commands.parse_nack(data)
             if nack is None:
                 return
-            entry = self.tracker.settle(nack.ref.digest, state.anchor)
+            entry = self.tracker.settle(key_of(nack.ref.digest), state.anchor)
             if entry is None:
                 return
             error = NackError(nack.code, nack.text)
@@ -780,29 +785,24 @@ class QoSRuntime(SocketExtension):
         if state is None or not self.receiving:
             return messages
         level = self.level
-        digester = state.digester
         if self.socket_type == "GATHER" and any(len(m) != 1 for m in messages):
             # GATHER discards multipart: never acknowledge what it drops.
             messages = [m for m in messages if len(m) == 1]
         if level == 1:
-            prefix = state.ack_prefix
-            self._send_frames(pipe, [prefix + digester(m) for m in messages])
+            self._send_frames(pipe, list(map(state.ack_prefix.__add__, state.digests(messages))))
             return messages
         if level == 2:
+            # One batch digest call, one C-level map for the ACKs (a duplicate is answered
+            # too, not delivered) and one dedup call for the read (DedupStore.admit_all).
             anchor = state.anchor
             assert anchor is not None
-            admit = self.dedup.admit
-            now = self.clock()
-            keep: list[Message] = []
-            frames: list[bytes] = []
-            prefix = state.ack_prefix
-            for message in messages:
-                digest = digester(message)
-                frames.append(prefix + digest)  # a duplicate is answered, not delivered
-                if admit(anchor, digest, now):
-                    keep.append(message)
-            self._send_frames(pipe, frames)
-            return keep
+            digests = state.digests(messages)
+            self._send_frames(pipe, list(map(state.ack_prefix.__add__, digests)))
+            duplicates = self.dedup.admit_all(anchor, digests, self.clock())
+            if not duplicates:
+                return messages
+            dropped = set(duplicates)
+            return [m for i, m in enumerate(messages) if i not in dropped]
         return [m for m in messages if self._receive_level3(pipe, state, m)]
 
     def _receive_level3(self, pipe: Pipe, state: PeerState, message: Message) -> bool:
