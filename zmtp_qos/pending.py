@@ -16,7 +16,8 @@ number is only read when a key's entries are taken for a replay or a fail-over, 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar, Union
+from itertools import repeat
+from typing import Any, Generic, Protocol, TypeVar, Union, cast
 
 
 class Trackable(Protocol):
@@ -39,6 +40,9 @@ class PendingTracker(Generic[E]):
         self._by_key: dict[Hashable, dict[Hashable, _Slot[E]]] = {}
         self._seq = 0
         self._count = 0
+        #: How many digests have a FIFO (a list of identical messages in flight) under any
+        #: key: while there is none, :meth:`settle_all` needs no per-digest Python code.
+        self._fifos = 0
 
     def __len__(self) -> int:
         return self._count
@@ -79,6 +83,7 @@ class PendingTracker(Generic[E]):
                     slot.append(entry)
                 else:
                     slots[digest] = [slot, entry]
+                    self._fifos += 1
         self._seq = seq
         self._count += seq - start
 
@@ -96,17 +101,36 @@ class PendingTracker(Generic[E]):
         self._count -= 1
         if not isinstance(slot, list):
             return slot
-        first = slot.pop(0)
-        slots[digest] = slot[0] if len(slot) == 1 else slot
+        return self._next_of(slots, digest, slot)
+
+    def _next_of(self, slots: dict[Hashable, _Slot[E]], digest: Hashable, fifo: list[E]) -> E:
+        """The oldest of a FIFO just popped from ``slots``; the rest go back."""
+        first = fifo.pop(0)
+        if len(fifo) == 1:
+            slots[digest] = fifo[0]
+            self._fifos -= 1
+        else:
+            slots[digest] = fifo
         return first
 
     def settle_all(self, key: Hashable, digests: Sequence[Hashable]) -> list[E | None]:
         """:meth:`settle` for each of ``digests`` under ``key``, in order, in one call (a
-        read's run of ACKs): the oldest entry each, or None for an unknown digest."""
+        read's run of ACKs): the oldest entry each, or None for an unknown digest.
+
+        The usual run (every digest known, no identical messages in flight) is popped by one
+        C-level ``map`` and checked by ``all`` (entries are truthy objects): no Python code
+        per digest. Otherwise what was popped is put back and the run settled in turn."""
         slots = self._by_key.get(key)
         if not slots:
             return [None] * len(digests)
         pop = slots.pop
+        popped: list[_Slot[E] | None] = list(map(pop, digests, repeat(None)))
+        if not self._fifos and all(popped):
+            self._count -= len(popped)
+            return cast("list[E | None]", popped)  # no FIFO: every slot is an entry
+        for digest, slot in zip(digests, popped, strict=True):
+            if slot is not None:  # each slot was popped once: the first time its digest came
+                slots[digest] = slot
         found: list[E | None] = []
         append = found.append
         settled = 0
@@ -117,9 +141,7 @@ class PendingTracker(Generic[E]):
                 continue
             settled += 1
             if isinstance(slot, list):
-                first = slot.pop(0)
-                slots[digest] = slot[0] if len(slot) == 1 else slot
-                append(first)
+                append(self._next_of(slots, digest, slot))
             else:
                 append(slot)
         self._count -= settled
@@ -132,6 +154,7 @@ class PendingTracker(Generic[E]):
             return []
         entries = _in_order(slots)
         self._count -= len(entries)
+        self._fifos -= sum(1 for slot in slots.values() if isinstance(slot, list))
         return entries
 
     def entries(self, key: Hashable) -> list[E]:
