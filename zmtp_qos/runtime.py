@@ -63,7 +63,7 @@ class Entry(Receipt):
     :class:`Receipt` that ``send`` returns (one object per message in flight, not two: fewer
     allocations and fewer objects for the cyclic GC to walk, docs/performance.md)."""
 
-    __slots__ = ("digest", "key", "parts", "retries", "seq", "waiting_since")
+    __slots__ = ("_retries", "_waiting_since", "digest", "key", "parts", "seq")
 
     #: The digest of its message for the peer it was last written to, as an int
     #: (:func:`zmtp_qos.digest.key_of`); set by the tracker (it is re-computed at every write:
@@ -72,12 +72,32 @@ class Entry(Receipt):
     #: the pipe (level 1) or anchor (levels 2-3) it is tracked under (None: never written)
     key: object
     parts: Message
-    retries: int
-    #: When the sweep first found it with no peer to go to (queued on a connect() pipe
-    #: with no connection, or failed over with nobody connected): it is dead-lettered
-    #: ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see ``sweep``).
-    waiting_since: float | None
     seq: int  #: write order, set by the tracker
+    _retries: int
+    _waiting_since: float | None
+
+    # The two rarely used fields are left unset by ``new`` and read with a default here: two
+    # attribute stores fewer per message.
+
+    @property
+    def retries(self) -> int:
+        """How many times a retryable NACK has re-sent it (level 3)."""
+        return getattr(self, "_retries", 0)
+
+    @retries.setter
+    def retries(self, value: int) -> None:
+        self._retries = value
+
+    @property
+    def waiting_since(self) -> float | None:
+        """When the sweep first found it with no peer to go to (queued on a connect() pipe
+        with no connection, or failed over with nobody connected): it is dead-lettered
+        ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see ``sweep``)."""
+        return getattr(self, "_waiting_since", None)
+
+    @waiting_since.setter
+    def waiting_since(self, value: float | None) -> None:
+        self._waiting_since = value
 
     @staticmethod
     def new(parts: Message) -> Entry:
@@ -87,18 +107,17 @@ class Entry(Receipt):
         ``__init__`` is Python code costs a C-level call and a new interpreter frame, a
         function call from Python code does not (~100 ns per message less;
         docs/performance.md, optimisation log). Receipt's state is set here too, without
-        ``Receipt.__init__``. ``digest`` and ``seq`` are not: the tracker sets them when the
-        entry is written, and nothing reads them before (two stores fewer per message).
+        ``Receipt.__init__``. Four stores: ``digest`` and ``seq`` are set by the tracker
+        when the entry is written (nothing reads them before), and the rarely used fields
+        (the await's event, ``observed``, ``retries``, ``waiting_since``) are read with a
+        default (seven stores fewer per message than setting every slot).
+        ``zmtp_qos.Socket.send`` spells this out inline: keep the two in step.
         """
         entry: Entry = _new_object(Entry)
         entry.outcome = None
-        entry._event = None
         entry.watched = None
-        entry.observed = False
         entry.parts = parts
         entry.key = None
-        entry.retries = 0
-        entry.waiting_since = None
         return entry
 
 
