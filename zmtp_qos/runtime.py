@@ -221,6 +221,9 @@ class QoSRuntime(SocketExtension):
         self.processing: dict[tuple[bytes, bytes], list[Pipe]] = {}
         self.delivered = 0
         self.dead_lettered = 0
+        #: Set by :meth:`close_out`: nothing is pending any more, and a message still queued
+        #: on a pipe was dead-lettered (its pipe's teardown must not track it again).
+        self.closed_out = False
         self._drained: anyio.Event | None = None
         #: Called when a close starts waiting for pending acknowledgements (diagnostics, tests).
         self.on_linger: Callable[[], None] | None = None
@@ -341,7 +344,7 @@ class QoSRuntime(SocketExtension):
         state: PeerState | None = pipe.extension_state
         if pipe in self.live:
             self.live.remove(pipe)
-        if state is None or self.socket_type not in SENDING_TYPES:
+        if state is None or self.socket_type not in SENDING_TYPES or self.closed_out:
             return
         unsent = [self._entry_for(m) for m in pipe.outbox.clear()]
         if self.level == 1:
@@ -361,7 +364,7 @@ class QoSRuntime(SocketExtension):
         connection is handled as its loss (idempotent if that was already seen); messages
         queued on one that never connected were written to no peer, so they are pinned to
         none: they go to a connected peer, or wait for one until ``dead_letter_timeout``."""
-        if self.socket_type not in SENDING_TYPES:
+        if self.socket_type not in SENDING_TYPES or self.closed_out:
             return
         if pipe.extension_state is not None:
             self.pipe_disconnected(pipe, "removed")
@@ -737,30 +740,49 @@ class QoSRuntime(SocketExtension):
 
     def close_out(self) -> None:
         """After close: what is still pending is dead-lettered ``socket_closed`` (levels
-        2-3) or reported ``dropped_at_close`` (level 1)."""
+        2-3) or reported ``dropped_at_close`` (level 1).
+
+        The letter names the peer the message was last written to (its anchor, or at
+        level 1 with no anchor its address), as a ``peer_timeout`` does, and ``""`` for a
+        message on no connection: never written, or (level 1) failed over with nobody to
+        take it. Afterwards the pipes' teardown finds nothing to move: what is still in
+        their queues was just dead-lettered (it made new entries, and a second dead letter
+        for each message, before)."""
+        self.closed_out = True
         reason = "socket_closed" if self.level >= 2 else "dropped_at_close"
-        # With the endpoint each was placed on where the entry does not tell (held ones).
-        leftovers: list[tuple[Entry, str | None]] = [(e, None) for e in self.tracker]
-        leftovers.extend((e, None) for e in self.orphans)
+        # With the endpoint each was placed on where the entry does not tell (held ones),
+        # and the peer where its key does not tell (on no connection: none).
+        leftovers: list[tuple[Entry, str | None, str | None]] = [
+            (e, None, None) for e in self.tracker
+        ]
+        leftovers.extend((e, None, "") for e in self.orphans)
         for anchor in self.anchors.values():
-            leftovers.extend((e, anchor.endpoint) for e in anchor.held)
+            leftovers.extend((e, anchor.endpoint, None) for e in anchor.held)
             anchor.held.clear()
         for key in self.tracker.peer_keys():
             self.tracker.take(key)
         self.orphans.clear()
-        leftovers.extend((e, None) for e in self.entries.values() if not e.done)
+        leftovers.extend((e, None, None) for e in self.entries.values() if not e.done)
         seen: set[int] = set()
-        for entry, endpoint in leftovers:
+        for entry, endpoint, peer in leftovers:
             if id(entry) in seen or entry.done:
                 continue
             seen.add(id(entry))
             self.entries.pop(id(entry.parts), None)
-            self.dead_letter(
-                entry,
-                reason,
-                describe(entry.key if isinstance(entry.key, bytes) else None),
-                endpoint=endpoint,
-            )
+            if peer is None:
+                peer = self._last_peer(entry)
+            self.dead_letter(entry, reason, peer, endpoint=endpoint)
+
+    def _last_peer(self, entry: Entry) -> str:
+        """The printable name of the peer ``entry`` was last written to (its tracker key:
+        the pipe at level 1, the anchor at levels 2-3); "" if it was never written."""
+        key = entry.key
+        if isinstance(key, bytes):
+            return describe(key)
+        if isinstance(key, Pipe):
+            state: PeerState | None = key.extension_state
+            return state.delivered.peer if state is not None else ""
+        return ""
 
     def _settled(self, entry: Entry) -> None:
         entries = self.entries
