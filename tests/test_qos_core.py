@@ -276,3 +276,25 @@ def test_single_part_fast_path_matches_general_encoding() -> None:
     for part in (b"", b"a" * 255, b"b" * 256, b"c" * 70000):
         expected = xxhash.xxh64_intdigest(digest.wire_encoding([part])).to_bytes(8, "little")
         assert digest.digest_x([part]) == expected
+
+
+def test_pending_settle_all_fast_path_falls_back_exactly() -> None:
+    """``settle_all`` pops a run in one C-level pass while no identical messages are in
+    flight; a repeated or unknown digest, or a FIFO anywhere, gives the same answers as
+    settling in turn (what was popped is put back first)."""
+    tracker: PendingTracker[_Entry] = PendingTracker()
+    a, b = _Entry(b"A" * 8, "a"), _Entry(b"B" * 8, "b")
+    tracker.track_all("p", [a, b], [a.digest, b.digest])
+    assert tracker.settle_all("p", [b"A" * 8, b"A" * 8, b"B" * 8]) == [a, None, b]
+    assert len(tracker) == 0
+    # A FIFO that leaves by take() no longer counts: the fast path is back afterwards.
+    x1, x2, y = _Entry(b"X" * 8, "x1"), _Entry(b"X" * 8, "x2"), _Entry(b"Y" * 8, "y")
+    tracker.track_all("p", [x1, x2], [x1.digest, x2.digest])
+    assert tracker.take("p") == [x1, x2]
+    tracker.track("q", y, y.digest)
+    assert tracker.settle_all("q", [b"Y" * 8]) == [y]
+    # A FIFO settled down to one entry, then the rest of the run.
+    tracker.track_all("p", [x1, y, x2], [x1.digest, y.digest, x2.digest])
+    assert tracker.settle_all("p", [b"X" * 8, b"Y" * 8]) == [x1, y]
+    assert tracker.settle_all("p", [b"X" * 8, b"X" * 8]) == [x2, None]
+    assert len(tracker) == 0 and tracker.entries("p") == []
