@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import pytest
@@ -298,3 +299,22 @@ def test_pending_settle_all_fast_path_falls_back_exactly() -> None:
     assert tracker.settle_all("p", [b"X" * 8, b"Y" * 8]) == [x1, y]
     assert tracker.settle_all("p", [b"X" * 8, b"X" * 8]) == [x2, None]
     assert len(tracker) == 0 and tracker.entries("p") == []
+
+
+def test_dedup_admit_all_is_admit_in_turn() -> None:
+    """A level-2 read's batch in one call: the same duplicates (known ones, and a digest
+    repeated within the batch from its second time on) and the same store afterwards
+    (evictions included) as :meth:`DedupStore.admit` for each digest in turn."""
+    rng = random.Random(7)
+    for _ in range(500):
+        capacity = rng.randint(1, 6)
+        one_by_one, batched = DedupStore(capacity, 10.0), DedupStore(capacity, 10.0)
+        for now in range(5):
+            digests = [bytes([rng.randint(0, 7)]) * 8 for _ in range(rng.randint(0, 8))]
+            expected = [
+                i for i, d in enumerate(digests) if not one_by_one.admit(b"a", d, float(now))
+            ]
+            assert batched.admit_all(b"a", digests, float(now)) == expected
+            assert len(batched) == len(one_by_one)
+            for known in {bytes([n]) * 8 for n in range(8)}:
+                assert batched.seen(b"a", known) == one_by_one.seen(b"a", known)

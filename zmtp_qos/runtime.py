@@ -122,6 +122,15 @@ class Entry(Receipt):
 
 
 _new_object = object.__new__
+
+
+def _ack_frames(prefix: bytes, digests: list[bytes]) -> list[bytes]:
+    """The ACK (COMP) frames of ``digests`` as one buffer: every frame is ``prefix`` plus a
+    digest, so they are ``prefix`` then the digests joined by ``prefix`` (one C call for
+    the read; empty: none)."""
+    return [prefix + prefix.join(digests)] if digests else []
+
+
 _parts_of = attrgetter("parts")
 
 
@@ -835,15 +844,15 @@ class QoSRuntime(SocketExtension):
             # GATHER discards multipart: never acknowledge what it drops.
             messages = [m for m in messages if len(m) == 1]
         if level == 1:
-            self._send_frames(pipe, list(map(state.ack_prefix.__add__, state.digests(messages))))
+            self._send_frames(pipe, _ack_frames(state.ack_prefix, state.digests(messages)))
             return messages
         if level == 2:
-            # One batch digest call, one C-level map for the ACKs (a duplicate is answered
-            # too, not delivered) and one dedup call for the read (DedupStore.admit_all).
+            # One batch digest call, one join for the ACKs (a duplicate is answered too, not
+            # delivered) and one dedup call for the read (DedupStore.admit_all).
             anchor = state.anchor
             assert anchor is not None
             digests = state.digests(messages)
-            self._send_frames(pipe, list(map(state.ack_prefix.__add__, digests)))
+            self._send_frames(pipe, _ack_frames(state.ack_prefix, digests))
             duplicates = self.dedup.admit_all(anchor, digests, self.clock())
             if not duplicates:
                 return messages
