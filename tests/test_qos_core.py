@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import pytest
@@ -228,13 +229,15 @@ def test_dedup_capacity_evicts_oldest_and_ttl_sweeps() -> None:
 class _Entry:
     digest: bytes
     name: str
+    key: object = None
+    seq: int = 0
 
 
 def test_pending_identical_messages_are_fifo_per_digest() -> None:
     tracker: PendingTracker[_Entry] = PendingTracker()
     a1, a2, b = _Entry(b"A" * 8, "a1"), _Entry(b"A" * 8, "a2"), _Entry(b"B" * 8, "b")
     for entry in (a1, b, a2):
-        tracker.track("peer", entry)
+        tracker.track("peer", entry, entry.digest)
     assert len(tracker) == 3
     assert tracker.settle(b"A" * 8) is a1  # the oldest first, never overwritten
     assert tracker.entries("peer") == [b, a2]
@@ -246,9 +249,9 @@ def test_pending_identical_messages_are_fifo_per_digest() -> None:
 def test_pending_take_keeps_write_order_and_per_key_settle() -> None:
     tracker: PendingTracker[_Entry] = PendingTracker()
     e = [_Entry(b"A" * 8, f"p{i}") for i in range(3)]
-    tracker.track("p", e[0])
-    tracker.track("q", e[1])
-    tracker.track("p", e[2])
+    tracker.track("p", e[0], e[0].digest)
+    tracker.track("q", e[1], e[1].digest)
+    tracker.track("p", e[2], e[2].digest)
     assert tracker.settle(b"A" * 8, key="q") is e[1]
     assert tracker.take("p") == [e[0], e[2]]
     assert len(tracker) == 0 and tracker.settle(b"A" * 8) is None
@@ -261,8 +264,8 @@ def test_pending_settle_all_is_settle_in_turn() -> None:
     a1, a2, b, c = (
         _Entry(d * 8, n) for d, n in ((b"A", "a1"), (b"A", "a2"), (b"B", "b"), (b"C", "c"))
     )
-    tracker.track_all("p", [a1, b, a2])
-    tracker.track("q", c)
+    tracker.track_all("p", [a1, b, a2], [e.digest for e in (a1, b, a2)])
+    tracker.track("q", c, c.digest)
     found = tracker.settle_all("p", [b"A" * 8, b"Z" * 8, b"A" * 8, b"C" * 8, b"A" * 8, b"B" * 8])
     assert found == [a1, None, a2, None, None, b]  # c is another key's
     assert len(tracker) == 1 and tracker.entries("p") == []
@@ -274,3 +277,44 @@ def test_single_part_fast_path_matches_general_encoding() -> None:
     for part in (b"", b"a" * 255, b"b" * 256, b"c" * 70000):
         expected = xxhash.xxh64_intdigest(digest.wire_encoding([part])).to_bytes(8, "little")
         assert digest.digest_x([part]) == expected
+
+
+def test_pending_settle_all_fast_path_falls_back_exactly() -> None:
+    """``settle_all`` pops a run in one C-level pass while no identical messages are in
+    flight; a repeated or unknown digest, or a FIFO anywhere, gives the same answers as
+    settling in turn (what was popped is put back first)."""
+    tracker: PendingTracker[_Entry] = PendingTracker()
+    a, b = _Entry(b"A" * 8, "a"), _Entry(b"B" * 8, "b")
+    tracker.track_all("p", [a, b], [a.digest, b.digest])
+    assert tracker.settle_all("p", [b"A" * 8, b"A" * 8, b"B" * 8]) == [a, None, b]
+    assert len(tracker) == 0
+    # A FIFO that leaves by take() no longer counts: the fast path is back afterwards.
+    x1, x2, y = _Entry(b"X" * 8, "x1"), _Entry(b"X" * 8, "x2"), _Entry(b"Y" * 8, "y")
+    tracker.track_all("p", [x1, x2], [x1.digest, x2.digest])
+    assert tracker.take("p") == [x1, x2]
+    tracker.track("q", y, y.digest)
+    assert tracker.settle_all("q", [b"Y" * 8]) == [y]
+    # A FIFO settled down to one entry, then the rest of the run.
+    tracker.track_all("p", [x1, y, x2], [x1.digest, y.digest, x2.digest])
+    assert tracker.settle_all("p", [b"X" * 8, b"Y" * 8]) == [x1, y]
+    assert tracker.settle_all("p", [b"X" * 8, b"X" * 8]) == [x2, None]
+    assert len(tracker) == 0 and tracker.entries("p") == []
+
+
+def test_dedup_admit_all_is_admit_in_turn() -> None:
+    """A level-2 read's batch in one call: the same duplicates (known ones, and a digest
+    repeated within the batch from its second time on) and the same store afterwards
+    (evictions included) as :meth:`DedupStore.admit` for each digest in turn."""
+    rng = random.Random(7)
+    for _ in range(500):
+        capacity = rng.randint(1, 6)
+        one_by_one, batched = DedupStore(capacity, 10.0), DedupStore(capacity, 10.0)
+        for now in range(5):
+            digests = [bytes([rng.randint(0, 7)]) * 8 for _ in range(rng.randint(0, 8))]
+            expected = [
+                i for i, d in enumerate(digests) if not one_by_one.admit(b"a", d, float(now))
+            ]
+            assert batched.admit_all(b"a", digests, float(now)) == expected
+            assert len(batched) == len(one_by_one)
+            for known in {bytes([n]) * 8 for n in range(8)}:
+                assert batched.seen(b"a", known) == one_by_one.seen(b"a", known)

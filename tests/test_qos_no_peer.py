@@ -253,3 +253,77 @@ async def test_messages_queued_for_a_disconnected_endpoint_with_no_peer_are_dead
                 letter = await receipt  # type: ignore[misc]
                 assert isinstance(letter, DeadLetter) and letter.reason == "peer_timeout"
             assert push.stats().in_flight == 0
+
+
+# ------------------------------------------------------- what is left at the linger deadline
+
+CLOSE_REASON = {1: "dropped_at_close", 2: "socket_closed", 3: "socket_closed"}
+
+
+@pytest.mark.parametrize("linger", [0, 0.3])
+@pytest.mark.parametrize("level", [1, 2, 3])
+async def test_at_the_linger_deadline_a_message_on_no_connection_names_no_peer(
+    level: int, linger: float
+) -> None:
+    """Regression: a message queued on a ``connect()`` pipe that never connected was
+    dead-lettered at close naming the peer ``"-"`` (the printable form of "no anchor"), and,
+    with a linger, twice: the pipe's teardown after the linger deadline made a new entry for
+    the message still queued there and dead-lettered that one too (``dead_lettered == 2``, a
+    second letter on the stream)."""
+    with anyio.fail_after(20):
+        push = zmtp_qos.Socket(zmtp.PUSH, qos=level, config=CONFIG, linger=linger)
+        async with push:
+            letters = push.dead_letters()
+            events = push.monitor()
+            await push.connect(_nowhere("inproc"))
+            receipt = await push.send(b"nobody")
+        letter = await receipt  # type: ignore[misc]
+        assert isinstance(letter, DeadLetter)
+        assert (letter.reason, letter.peer, letter.parts) == (CLOSE_REASON[level], "", [b"nobody"])
+        if linger:  # dead-lettered within the close, before the monitor stops
+            event = await events.wait_for(QoSDeadLettered)
+            assert isinstance(event, QoSDeadLettered) and event.peer == ""
+        assert [seen.parts async for seen in letters] == [[b"nobody"]]  # one letter, once
+        assert push.stats().dead_lettered == 1 and push.stats().in_flight == 0
+
+
+async def test_at_the_linger_deadline_level1_names_the_peer_it_was_written_to() -> None:
+    """Level 1 has no anchor: the letter of a message written and never ACKed names the
+    peer's address (as its ``Delivered`` would), not ``"-"``."""
+    with anyio.fail_after(20):
+        push = zmtp_qos.Socket(zmtp.PUSH, qos=1, config=CONFIG, linger=0.3)
+        async with push:
+            events = push.monitor()
+            ep = await push.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PULL", b"", 1)  # reads, never ACKs
+            handshake = await events.wait_for(zmtp.HandshakeSucceeded)
+            assert isinstance(handshake, zmtp.HandshakeSucceeded)
+            receipt = await push.send(b"unanswered")
+            await _read_until(raw, bytearray(), 1 + 1)  # READY, then the message
+        await raw.aclose()
+        letter = await receipt  # type: ignore[misc]
+        assert isinstance(letter, DeadLetter)
+        assert letter.reason == "dropped_at_close"
+        assert letter.peer == handshake.peer.address != ""
+        assert push.stats().dead_lettered == 1
+
+
+async def test_at_the_linger_deadline_level1_failed_over_to_nobody_names_no_peer() -> None:
+    """Failed over with nobody connected, the message is on no connection: ``""``, as its
+    ``peer_timeout`` letter would say (the linger ends before ``dead_letter_timeout``)."""
+    config = QoSConfig(dead_letter_timeout=30)
+    with anyio.fail_after(20):
+        push = zmtp_qos.Socket(zmtp.PUSH, qos=1, config=config, linger=0.3)
+        async with push:
+            events = push.monitor()
+            ep = await push.bind("tcp://127.0.0.1:*")
+            raw = await _raw_peer(_port(ep), b"PULL", b"", 1)
+            await events.wait_for(zmtp.HandshakeSucceeded)
+            receipt = await push.send(b"orphan")
+            await _read_until(raw, bytearray(), 1 + 1)
+            await raw.aclose()
+            await events.wait_for(QoSFailedOver)
+        letter = await receipt  # type: ignore[misc]
+        assert isinstance(letter, DeadLetter)
+        assert (letter.reason, letter.peer) == ("dropped_at_close", "")
+        assert push.stats().dead_lettered == 1

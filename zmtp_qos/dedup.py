@@ -54,6 +54,39 @@ class DedupStore:
             entries.popitem(last=False)
         return True
 
+    def admit_all(self, anchor: bytes, digests: list[bytes], now: float) -> list[int]:
+        """:meth:`admit` for each of ``digests`` in turn (a level-2 read's batch) in one call;
+        returns the positions of the duplicates (empty: every message is new).
+
+        The usual batch (none known, no longer than the capacity) is added by one C-level
+        ``update`` after one ``isdisjoint`` check, instead of a call and a lookup per message
+        (a digest repeated within it is a duplicate from its second time on, as in turn);
+        anything else goes digest by digest, exactly as :meth:`admit` in a loop. Either way
+        the same duplicates and the same evictions (the newest ``capacity`` digests stay:
+        with the batch no longer than that, none of it is evicted before its repeat)."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            entries = self._sets[anchor] = OrderedDict()
+        count = len(digests)
+        capacity = self.capacity
+        if count <= capacity and entries.keys().isdisjoint(digests):
+            before = len(entries)
+            entries.update(dict.fromkeys(digests, now))
+            repeats: list[int] = []
+            if len(entries) - before != count:  # a digest twice in the batch
+                seen: set[bytes] = set()
+                for i, digest in enumerate(digests):
+                    if digest in seen:
+                        repeats.append(i)
+                    seen.add(digest)
+            if len(entries) > capacity:
+                popitem = entries.popitem
+                for _ in range(len(entries) - capacity):
+                    popitem(last=False)
+            return repeats
+        admit = self.admit
+        return [i for i, digest in enumerate(digests) if not admit(anchor, digest, now)]
+
     def remove(self, anchor: bytes, digest: bytes) -> bool:
         """CLR: forget ``digest``; whether it was known."""
         entries = self._sets.get(anchor)

@@ -70,6 +70,76 @@ def digest_s(parts: Sequence[bytes]) -> bytes:
 DIGESTERS: dict[str, Callable[[Sequence[bytes]], bytes]] = {XXH64: digest_x, SHA1: digest_s}
 
 
+def key_of(digest_bytes: bytes) -> int:
+    """The sender's tracking key of an 8-byte digest as it travels (in an ACK, COMP or
+    NACK): the digest read as an unsigned little-endian integer. An int key hashes in no
+    time and compares in one step, where a fresh bytes object from a frame is hashed
+    (siphash) at every dict lookup."""
+    return int.from_bytes(digest_bytes, "little")
+
+
+def key_x(parts: Sequence[bytes]) -> int:
+    """:func:`digest_x` as the sender's key: the XXH64 itself, no packing (the bytes on
+    the wire are its little-endian form, so ``key_of(digest_x(p)) == key_x(p)``)."""
+    if len(parts) == 1:
+        part = parts[0]
+        size = len(part)
+        if size < 256:
+            return _xxh64(_SHORT_HEADS[size] + part)
+        if size <= _STREAM_ABOVE:
+            return _xxh64(b"\x02" + _u64_be(size) + part)
+        state = _xxh64_stream(b"\x02" + _u64_be(size))
+        state.update(part)
+        return state.intdigest()
+    return _xxh64(wire_encoding(parts))
+
+
+def key_s(parts: Sequence[bytes]) -> int:
+    """:func:`digest_s` as the sender's key."""
+    return int.from_bytes(digest_s(parts), "little")
+
+
+def keys_x(messages: Sequence[Sequence[bytes]]) -> list[int]:
+    """:func:`key_x` of every message of a writer's batch in one call: a batch of short
+    single-part messages (the usual one) is one comprehension with no call per message."""
+    heads = _SHORT_HEADS
+    try:
+        return [_xxh64(heads[len(part)] + part) for (part,) in messages]
+    except (ValueError, IndexError):  # a multipart or a long message somewhere: one by one
+        return list(map(key_x, messages))
+
+
+def keys_s(messages: Sequence[Sequence[bytes]]) -> list[int]:
+    """:func:`key_s` of every message of a batch."""
+    return list(map(key_s, messages))
+
+
+def digests_x(messages: Sequence[Sequence[bytes]]) -> list[bytes]:
+    """:func:`digest_x` of every message of a read's batch in one call (as :func:`keys_x`)."""
+    heads = _SHORT_HEADS
+    pack = _u64_le
+    try:
+        return [pack(_xxh64(heads[len(part)] + part)) for (part,) in messages]
+    except (ValueError, IndexError):
+        return list(map(digest_x, messages))
+
+
+def digests_s(messages: Sequence[Sequence[bytes]]) -> list[bytes]:
+    """:func:`digest_s` of every message of a batch."""
+    return list(map(digest_s, messages))
+
+
+#: Per algorithm, the sender's batch keys (:func:`keys_x`) and the receiver's batch digests.
+BATCH_KEYERS: dict[str, Callable[[Sequence[Sequence[bytes]]], list[int]]] = {
+    XXH64: keys_x,
+    SHA1: keys_s,
+}
+BATCH_DIGESTERS: dict[str, Callable[[Sequence[Sequence[bytes]]], list[bytes]]] = {
+    XXH64: digests_x,
+    SHA1: digests_s,
+}
+
+
 def digest(algorithm: str, parts: Sequence[bytes]) -> bytes:
     """The ``algorithm`` ("x" or "s") digest of ``parts``; ValueError for anything else."""
     try:

@@ -15,13 +15,18 @@ number is only read when a key's entries are taken for a replay or a fail-over, 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
-from typing import Generic, Protocol, TypeVar, Union
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from itertools import repeat
+from typing import Any, Generic, Protocol, TypeVar, Union, cast
 
 
 class Trackable(Protocol):
-    digest: bytes
-    seq: int  #: set by the tracker: the write order
+    #: All three set by :meth:`PendingTracker.track_all`: the message's digest (any hashable:
+    #: the QoS sender uses an int, ``zmtp_qos.digest.key_of``), the key it is tracked under
+    #: (kept after it leaves the tracker: where it was last written), and the write order.
+    digest: Any
+    key: Any
+    seq: int
 
 
 E = TypeVar("E", bound=Trackable)
@@ -32,9 +37,12 @@ class PendingTracker(Generic[E]):
     """Pending entries by peer key and digest (FIFO per digest), in write order."""
 
     def __init__(self) -> None:
-        self._by_key: dict[Hashable, dict[bytes, _Slot[E]]] = {}
+        self._by_key: dict[Hashable, dict[Hashable, _Slot[E]]] = {}
         self._seq = 0
         self._count = 0
+        #: How many digests have a FIFO (a list of identical messages in flight) under any
+        #: key: while there is none, :meth:`settle_all` needs no per-digest Python code.
+        self._fifos = 0
 
     def __len__(self) -> int:
         return self._count
@@ -48,32 +56,38 @@ class PendingTracker(Generic[E]):
     def peer_keys(self) -> list[Hashable]:
         return [key for key, slots in self._by_key.items() if slots]
 
-    def track(self, key: Hashable, entry: E) -> None:
-        """Record ``entry`` as pending for ``key`` (call before writing it)."""
-        self.track_all(key, (entry,))
+    def track(self, key: Hashable, entry: E, digest: Hashable) -> None:
+        """Record ``entry`` (its message's digest ``digest``) as pending for ``key`` (call
+        before writing it)."""
+        self.track_all(key, (entry,), (digest,))
 
-    def track_all(self, key: Hashable, entries: Iterable[E]) -> None:
-        """Record ``entries`` as pending for ``key``, in write order (a writer's batch)."""
+    def track_all(self, key: Hashable, entries: Iterable[E], digests: Iterable[Hashable]) -> None:
+        """Record ``entries`` as pending for ``key``, in write order (a writer's batch), with
+        their messages' ``digests`` (parallel): each entry's ``seq``, ``digest`` and ``key``
+        are set here. One ``setdefault`` per entry: a digest with nothing in flight (the
+        usual case) costs that one call; a byte-identical message already in flight joins
+        its FIFO behind it."""
         slots = self._by_key.get(key)
         if slots is None:
             slots = self._by_key[key] = {}
-        seq = self._seq
-        start = seq
-        for entry in entries:
+        setdefault = slots.setdefault
+        seq = start = self._seq
+        for entry, digest in zip(entries, digests, strict=True):
             seq += 1
             entry.seq = seq
-            digest = entry.digest
-            slot = slots.get(digest)
-            if slot is None:
-                slots[digest] = entry
-            elif isinstance(slot, list):
-                slot.append(entry)
-            else:
-                slots[digest] = [slot, entry]  # identical messages: FIFO
+            entry.digest = digest
+            entry.key = key
+            slot = setdefault(digest, entry)
+            if slot is not entry:  # identical messages in flight: FIFO
+                if isinstance(slot, list):
+                    slot.append(entry)
+                else:
+                    slots[digest] = [slot, entry]
+                    self._fifos += 1
         self._seq = seq
         self._count += seq - start
 
-    def settle(self, digest: bytes, key: Hashable | None = None) -> E | None:
+    def settle(self, digest: Hashable, key: Hashable | None = None) -> E | None:
         """Remove and return the oldest entry with ``digest`` for ``key`` (None: the oldest
         with that digest under any key)."""
         if key is None:
@@ -87,17 +101,36 @@ class PendingTracker(Generic[E]):
         self._count -= 1
         if not isinstance(slot, list):
             return slot
-        first = slot.pop(0)
-        slots[digest] = slot[0] if len(slot) == 1 else slot
+        return self._next_of(slots, digest, slot)
+
+    def _next_of(self, slots: dict[Hashable, _Slot[E]], digest: Hashable, fifo: list[E]) -> E:
+        """The oldest of a FIFO just popped from ``slots``; the rest go back."""
+        first = fifo.pop(0)
+        if len(fifo) == 1:
+            slots[digest] = fifo[0]
+            self._fifos -= 1
+        else:
+            slots[digest] = fifo
         return first
 
-    def settle_all(self, key: Hashable, digests: list[bytes]) -> list[E | None]:
+    def settle_all(self, key: Hashable, digests: Sequence[Hashable]) -> list[E | None]:
         """:meth:`settle` for each of ``digests`` under ``key``, in order, in one call (a
-        read's run of ACKs): the oldest entry each, or None for an unknown digest."""
+        read's run of ACKs): the oldest entry each, or None for an unknown digest.
+
+        The usual run (every digest known, no identical messages in flight) is popped by one
+        C-level ``map`` and checked by ``all`` (entries are truthy objects): no Python code
+        per digest. Otherwise what was popped is put back and the run settled in turn."""
         slots = self._by_key.get(key)
         if not slots:
             return [None] * len(digests)
         pop = slots.pop
+        popped: list[_Slot[E] | None] = list(map(pop, digests, repeat(None)))
+        if not self._fifos and all(popped):
+            self._count -= len(popped)
+            return cast("list[E | None]", popped)  # no FIFO: every slot is an entry
+        for digest, slot in zip(digests, popped, strict=True):
+            if slot is not None:  # each slot was popped once: the first time its digest came
+                slots[digest] = slot
         found: list[E | None] = []
         append = found.append
         settled = 0
@@ -108,9 +141,7 @@ class PendingTracker(Generic[E]):
                 continue
             settled += 1
             if isinstance(slot, list):
-                first = slot.pop(0)
-                slots[digest] = slot[0] if len(slot) == 1 else slot
-                append(first)
+                append(self._next_of(slots, digest, slot))
             else:
                 append(slot)
         self._count -= settled
@@ -123,6 +154,7 @@ class PendingTracker(Generic[E]):
             return []
         entries = _in_order(slots)
         self._count -= len(entries)
+        self._fifos -= sum(1 for slot in slots.values() if isinstance(slot, list))
         return entries
 
     def entries(self, key: Hashable) -> list[E]:
@@ -134,7 +166,7 @@ class PendingTracker(Generic[E]):
         for slots in list(self._by_key.values()):
             yield from _in_order(slots)
 
-    def _oldest_key(self, digest: bytes) -> Hashable | None:
+    def _oldest_key(self, digest: Hashable) -> Hashable | None:
         best: tuple[int, Hashable] | None = None
         for key, slots in self._by_key.items():
             slot = slots.get(digest)
@@ -146,7 +178,7 @@ class PendingTracker(Generic[E]):
         return None if best is None else best[1]
 
 
-def _in_order(slots: dict[bytes, _Slot[E]]) -> list[E]:
+def _in_order(slots: dict[Hashable, _Slot[E]]) -> list[E]:
     """Every entry of one key, in write order."""
     entries: list[E] = []
     for slot in slots.values():

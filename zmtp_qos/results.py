@@ -63,17 +63,29 @@ class DeadLetterError(Exception):
 class Receipt:
     """The fate of one sent message; ``await receipt`` gives its :data:`Outcome`."""
 
-    __slots__ = ("_event", "observed", "outcome", "watched")
+    #: ``_event`` (the await's wake-up) and ``_observed`` are left unset until first needed
+    #: (read with a default): a receipt is made per message, and most are never awaited.
+    __slots__ = ("_event", "_observed", "outcome", "watched")
+
+    _event: anyio.Event
+    _observed: bool
 
     def __init__(self) -> None:
         #: The outcome, or None while still pending (set once, by :meth:`resolve`).
         self.outcome: Outcome | None = None
-        self._event: anyio.Event | None = None
         #: The callbacks to run when it settles; None while nobody awaits it or asked for a
         #: callback. The QoS runtime settles a receipt with ``watched is None`` by setting
         #: :attr:`outcome` alone (no call per message for a receipt nobody follows).
         self.watched: list[Callable[[Outcome], None]] | None = None
-        self.observed = False  #: someone awaited it (dead letters then are not logged)
+
+    @property
+    def observed(self) -> bool:
+        """Someone awaited it, or took over reporting it (dead letters then are not logged)."""
+        return getattr(self, "_observed", False)
+
+    @observed.setter
+    def observed(self, value: bool) -> None:
+        self._observed = value
 
     @property
     def done(self) -> bool:
@@ -106,17 +118,19 @@ class Receipt:
         self.watched.append(callback)
 
     async def wait(self) -> Outcome:
-        self.observed = True
+        self._observed = True
         while self.outcome is None:
-            if self._event is None:
-                self._event = anyio.Event()
+            event: anyio.Event | None = getattr(self, "_event", None)
+            if event is None:
+                event = self._event = anyio.Event()
                 self.add_done_callback(self._wake)
-            await self._event.wait()
+            await event.wait()
         return self.outcome
 
     def _wake(self, outcome: Outcome) -> None:
-        if self._event is not None:
-            self._event.set()
+        event: anyio.Event | None = getattr(self, "_event", None)
+        if event is not None:
+            event.set()
 
     def __await__(self) -> Generator[Any, None, Outcome]:
         return self.wait().__await__()

@@ -29,8 +29,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
+from typing import cast
 
 import anyio
 
@@ -45,7 +48,7 @@ from .anchor import describe, peer_anchor
 from .codes import is_retryable
 from .config import QoSConfig, backoff_delay
 from .dedup import DedupStore
-from .digest import DIGEST_SIZE, DIGESTERS
+from .digest import BATCH_DIGESTERS, BATCH_KEYERS, DIGEST_SIZE, DIGESTERS, key_of
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
@@ -60,19 +63,41 @@ class Entry(Receipt):
     :class:`Receipt` that ``send`` returns (one object per message in flight, not two: fewer
     allocations and fewer objects for the cyclic GC to walk, docs/performance.md)."""
 
-    __slots__ = ("algorithm", "digest", "key", "parts", "retries", "seq", "waiting_since")
+    __slots__ = ("_retries", "_waiting_since", "digest", "key", "parts", "seq")
 
-    algorithm: str
-    digest: bytes
-    #: the pipe (level 1) or anchor (levels 2-3) it is tracked under
+    #: The digest of its message for the peer it was last written to, as an int
+    #: (:func:`zmtp_qos.digest.key_of`); set by the tracker (it is re-computed at every write:
+    #: a replay may go to a peer using the other algorithm).
+    digest: int
+    #: the pipe (level 1) or anchor (levels 2-3) it is tracked under (None: never written)
     key: object
     parts: Message
-    retries: int
-    #: When the sweep first found it with no peer to go to (queued on a connect() pipe
-    #: with no connection, or failed over with nobody connected): it is dead-lettered
-    #: ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see ``sweep``).
-    waiting_since: float | None
     seq: int  #: write order, set by the tracker
+    _retries: int
+    _waiting_since: float | None
+
+    # The two rarely used fields are left unset by ``new`` and read with a default here: two
+    # attribute stores fewer per message.
+
+    @property
+    def retries(self) -> int:
+        """How many times a retryable NACK has re-sent it (level 3)."""
+        return getattr(self, "_retries", 0)
+
+    @retries.setter
+    def retries(self, value: int) -> None:
+        self._retries = value
+
+    @property
+    def waiting_since(self) -> float | None:
+        """When the sweep first found it with no peer to go to (queued on a connect() pipe
+        with no connection, or failed over with nobody connected): it is dead-lettered
+        ``peer_timeout`` once it has waited ``dead_letter_timeout`` so (see ``sweep``)."""
+        return getattr(self, "_waiting_since", None)
+
+    @waiting_since.setter
+    def waiting_since(self, value: float | None) -> None:
+        self._waiting_since = value
 
     @staticmethod
     def new(parts: Message) -> Entry:
@@ -82,24 +107,31 @@ class Entry(Receipt):
         ``__init__`` is Python code costs a C-level call and a new interpreter frame, a
         function call from Python code does not (~100 ns per message less;
         docs/performance.md, optimisation log). Receipt's state is set here too, without
-        ``Receipt.__init__``.
+        ``Receipt.__init__``. Four stores: ``digest`` and ``seq`` are set by the tracker
+        when the entry is written (nothing reads them before), and the rarely used fields
+        (the await's event, ``observed``, ``retries``, ``waiting_since``) are read with a
+        default (seven stores fewer per message than setting every slot).
+        ``zmtp_qos.Socket.send`` spells this out inline: keep the two in step.
         """
         entry: Entry = _new_object(Entry)
         entry.outcome = None
-        entry._event = None
         entry.watched = None
-        entry.observed = False
         entry.parts = parts
-        entry.digest = b""
-        entry.algorithm = ""
         entry.key = None
-        entry.retries = 0
-        entry.waiting_since = None
-        entry.seq = 0
         return entry
 
 
 _new_object = object.__new__
+
+
+def _ack_frames(prefix: bytes, digests: list[bytes]) -> list[bytes]:
+    """The ACK (COMP) frames of ``digests`` as one buffer: every frame is ``prefix`` plus a
+    digest, so they are ``prefix`` then the digests joined by ``prefix`` (one C call for
+    the read; empty: none)."""
+    return [prefix + prefix.join(digests)] if digests else []
+
+
+_parts_of = attrgetter("parts")
 
 
 def _frame_prefix(name: bytes, data_size: int) -> bytes:
@@ -129,6 +161,10 @@ class PeerState:
     anchor: bytes | None
     algorithm: str
     digester: Callable[[Message], bytes]
+    #: A batch's digests as the sender tracks them (ints, :func:`zmtp_qos.digest.keys_x`)
+    #: and as the receiver answers them (bytes, :func:`zmtp_qos.digest.digests_x`).
+    keys: Callable[[Sequence[Message]], list[int]] = BATCH_KEYERS["x"]
+    digests: Callable[[Sequence[Message]], list[bytes]] = BATCH_DIGESTERS["x"]
     key: object = None  #: the tracker key: the pipe (level 1) or the anchor (levels 2-3)
     delivered: Delivered = field(default_factory=lambda: _NOBODY)  #: set by validate_peer
     ack_prefix: bytes = b""
@@ -194,6 +230,9 @@ class QoSRuntime(SocketExtension):
         self.processing: dict[tuple[bytes, bytes], list[Pipe]] = {}
         self.delivered = 0
         self.dead_lettered = 0
+        #: Set by :meth:`close_out`: nothing is pending any more, and a message still queued
+        #: on a pipe was dead-lettered (its pipe's teardown must not track it again).
+        self.closed_out = False
         self._drained: anyio.Event | None = None
         #: Called when a close starts waiting for pending acknowledgements (diagnostics, tests).
         self.on_linger: Callable[[], None] | None = None
@@ -270,7 +309,14 @@ class QoSRuntime(SocketExtension):
         result = handshake.validate_peer(self.level, peer.properties, anchor)
         if isinstance(result, str):
             return result
-        state = PeerState(anchor, result.algorithm, DIGESTERS[result.algorithm])
+        algorithm = result.algorithm
+        state = PeerState(
+            anchor,
+            algorithm,
+            DIGESTERS[algorithm],
+            BATCH_KEYERS[algorithm],
+            BATCH_DIGESTERS[algorithm],
+        )
         state.key = pipe if self.level == 1 else anchor
         state.delivered = Delivered(self._peer_name(pipe, state))
         pipe.extension_state = state
@@ -307,7 +353,7 @@ class QoSRuntime(SocketExtension):
         state: PeerState | None = pipe.extension_state
         if pipe in self.live:
             self.live.remove(pipe)
-        if state is None or self.socket_type not in SENDING_TYPES:
+        if state is None or self.socket_type not in SENDING_TYPES or self.closed_out:
             return
         unsent = [self._entry_for(m) for m in pipe.outbox.clear()]
         if self.level == 1:
@@ -327,7 +373,7 @@ class QoSRuntime(SocketExtension):
         connection is handled as its loss (idempotent if that was already seen); messages
         queued on one that never connected were written to no peer, so they are pinned to
         none: they go to a connected peer, or wait for one until ``dead_letter_timeout``."""
-        if self.socket_type not in SENDING_TYPES:
+        if self.socket_type not in SENDING_TYPES or self.closed_out:
             return
         if pipe.extension_state is not None:
             self.pipe_disconnected(pipe, "removed")
@@ -410,25 +456,18 @@ class QoSRuntime(SocketExtension):
 
     def before_send_batch(self, pipe: Pipe, messages: list[Message]) -> None:
         """Digest and track a writer's batch before it is written: an immediate ACK finds
-        every entry (one loop and one tracker call per batch)."""
+        every entry. The entries are looked up and the digests computed in C-level loops
+        (``map``, :func:`zmtp_qos.digest.keys_x`), and one tracker call records them: the
+        only Python loop per message is the tracker's. A message is digested at each write
+        (a replay may go to a peer using the other algorithm; hashing 64 B is cheaper than
+        the test that would skip it)."""
         state: PeerState | None = pipe.extension_state
         if state is None or not self.sending:
             return
-        entries = self.entries
-        algorithm = state.algorithm
-        digester = state.digester
-        key = state.key
-        batch: list[Entry] = []
-        for message in messages:
-            entry = entries.get(id(message))
-            if entry is None or entry.parts is not message:
-                entry = self._entry_for(message)
-            if entry.algorithm != algorithm:  # new ("") or re-sent to a peer using another
-                entry.digest = digester(message)
-                entry.algorithm = algorithm
-            entry.key = key
-            batch.append(entry)
-        self.tracker.track_all(key, batch)
+        found = list(map(self.entries.get, map(id, messages)))
+        if None in found:  # a message the wrapper did not register (never, in practice)
+            found = [self._entry_for(message) for message in messages]
+        self.tracker.track_all(state.key, cast("list[Entry]", found), state.keys(messages))
 
     def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
         """A read's run of commands: the settling ones (ACK at levels 1-2, COMP at 3) in one
@@ -463,7 +502,7 @@ class QoSRuntime(SocketExtension):
 
     def _settle_run(self, pipe: Pipe, state: PeerState, run: list[bytes]) -> None:
         """Settle a run of ACKs (COMPs) in one tracker call, and queue their CLRs in one."""
-        found = self._settle(state, [data[1 : 1 + DIGEST_SIZE] for data in run])
+        found = self._settle(state, [key_of(data[1 : 1 + DIGEST_SIZE]) for data in run])
         if self.level >= 2:
             self._send_frames(
                 pipe,
@@ -480,7 +519,7 @@ class QoSRuntime(SocketExtension):
         built from the frames in one piece."""
         if frames.name != self.settling:  # the other level's command: ignored
             return
-        found = self._settle(state, runs.digests(frames))
+        found = self._settle(state, runs.digest_keys(frames))
         if self.level >= 2:
             if None not in found:
                 self._send_frames(pipe, [runs.clear_frames(frames)])
@@ -495,7 +534,7 @@ class QoSRuntime(SocketExtension):
                     ],
                 )
 
-    def _settle(self, state: PeerState, digests: list[bytes]) -> list[Entry | None]:
+    def _settle(self, state: PeerState, digests: list[int]) -> list[Entry | None]:
         """Settle the oldest entry of each digest under the peer's key (one tracker call):
         the receipts resolve ``Delivered``; returns what each digest found (None: unknown,
         ignored)."""
@@ -503,17 +542,19 @@ class QoSRuntime(SocketExtension):
         entries = self.entries
         delivered = state.delivered
         before = len(entries)
-        settled = 0
-        for entry in found:
-            if entry is None:
-                continue  # unknown digest: ignored
-            entries.pop(id(entry.parts), None)
+        # The usual run: every digest known (all entries, which are truthy). Their slots are
+        # given back by one C-level map; an unknown digest (None) is ignored.
+        settled_entries = cast(
+            "list[Entry]", found if all(found) else [e for e in found if e is not None]
+        )
+        settled = len(settled_entries)
+        deque(map(entries.pop, map(id, map(_parts_of, settled_entries)), repeat(None)), 0)
+        for entry in settled_entries:
             entry.parts = _SETTLED  # a kept receipt does not keep the message alive
             if entry.watched is None:
                 entry.outcome = delivered  # nobody follows it: resolve() without the call
             else:
                 entry.resolve(delivered)
-            settled += 1
         if settled:
             self.delivered += settled
             self._slots_freed(before)
@@ -554,7 +595,7 @@ class QoSRuntime(SocketExtension):
         if name == self.settling:  # the hot path: ACK at levels 1-2, COMP at 3
             if len(data) < 1 + DIGEST_SIZE:
                 return  # too short for a digest: ignored (lenient, docs/qos-protocol.md §4)
-            entry = self.tracker.settle(data[1 : 1 + DIGEST_SIZE], state.key)
+            entry = self.tracker.settle(key_of(data[1 : 1 + DIGEST_SIZE]), state.key)
             if entry is None:
                 return  # unknown digest (or the other level's command): ignored
             if self.level >= 2:
@@ -567,7 +608,7 @@ class QoSRuntime(SocketExtension):
             nack = commands.parse_nack(data)
             if nack is None:
                 return
-            entry = self.tracker.settle(nack.ref.digest, state.anchor)
+            entry = self.tracker.settle(key_of(nack.ref.digest), state.anchor)
             if entry is None:
                 return
             error = NackError(nack.code, nack.text)
@@ -708,30 +749,49 @@ class QoSRuntime(SocketExtension):
 
     def close_out(self) -> None:
         """After close: what is still pending is dead-lettered ``socket_closed`` (levels
-        2-3) or reported ``dropped_at_close`` (level 1)."""
+        2-3) or reported ``dropped_at_close`` (level 1).
+
+        The letter names the peer the message was last written to (its anchor, or at
+        level 1 with no anchor its address), as a ``peer_timeout`` does, and ``""`` for a
+        message on no connection: never written, or (level 1) failed over with nobody to
+        take it. Afterwards the pipes' teardown finds nothing to move: what is still in
+        their queues was just dead-lettered (it made new entries, and a second dead letter
+        for each message, before)."""
+        self.closed_out = True
         reason = "socket_closed" if self.level >= 2 else "dropped_at_close"
-        # With the endpoint each was placed on where the entry does not tell (held ones).
-        leftovers: list[tuple[Entry, str | None]] = [(e, None) for e in self.tracker]
-        leftovers.extend((e, None) for e in self.orphans)
+        # With the endpoint each was placed on where the entry does not tell (held ones),
+        # and the peer where its key does not tell (on no connection: none).
+        leftovers: list[tuple[Entry, str | None, str | None]] = [
+            (e, None, None) for e in self.tracker
+        ]
+        leftovers.extend((e, None, "") for e in self.orphans)
         for anchor in self.anchors.values():
-            leftovers.extend((e, anchor.endpoint) for e in anchor.held)
+            leftovers.extend((e, anchor.endpoint, None) for e in anchor.held)
             anchor.held.clear()
         for key in self.tracker.peer_keys():
             self.tracker.take(key)
         self.orphans.clear()
-        leftovers.extend((e, None) for e in self.entries.values() if not e.done)
+        leftovers.extend((e, None, None) for e in self.entries.values() if not e.done)
         seen: set[int] = set()
-        for entry, endpoint in leftovers:
+        for entry, endpoint, peer in leftovers:
             if id(entry) in seen or entry.done:
                 continue
             seen.add(id(entry))
             self.entries.pop(id(entry.parts), None)
-            self.dead_letter(
-                entry,
-                reason,
-                describe(entry.key if isinstance(entry.key, bytes) else None),
-                endpoint=endpoint,
-            )
+            if peer is None:
+                peer = self._last_peer(entry)
+            self.dead_letter(entry, reason, peer, endpoint=endpoint)
+
+    def _last_peer(self, entry: Entry) -> str:
+        """The printable name of the peer ``entry`` was last written to (its tracker key:
+        the pipe at level 1, the anchor at levels 2-3); "" if it was never written."""
+        key = entry.key
+        if isinstance(key, bytes):
+            return describe(key)
+        if isinstance(key, Pipe):
+            state: PeerState | None = key.extension_state
+            return state.delivered.peer if state is not None else ""
+        return ""
 
     def _settled(self, entry: Entry) -> None:
         entries = self.entries
@@ -780,29 +840,24 @@ class QoSRuntime(SocketExtension):
         if state is None or not self.receiving:
             return messages
         level = self.level
-        digester = state.digester
         if self.socket_type == "GATHER" and any(len(m) != 1 for m in messages):
             # GATHER discards multipart: never acknowledge what it drops.
             messages = [m for m in messages if len(m) == 1]
         if level == 1:
-            prefix = state.ack_prefix
-            self._send_frames(pipe, [prefix + digester(m) for m in messages])
+            self._send_frames(pipe, _ack_frames(state.ack_prefix, state.digests(messages)))
             return messages
         if level == 2:
+            # One batch digest call, one join for the ACKs (a duplicate is answered too, not
+            # delivered) and one dedup call for the read (DedupStore.admit_all).
             anchor = state.anchor
             assert anchor is not None
-            admit = self.dedup.admit
-            now = self.clock()
-            keep: list[Message] = []
-            frames: list[bytes] = []
-            prefix = state.ack_prefix
-            for message in messages:
-                digest = digester(message)
-                frames.append(prefix + digest)  # a duplicate is answered, not delivered
-                if admit(anchor, digest, now):
-                    keep.append(message)
-            self._send_frames(pipe, frames)
-            return keep
+            digests = state.digests(messages)
+            self._send_frames(pipe, _ack_frames(state.ack_prefix, digests))
+            duplicates = self.dedup.admit_all(anchor, digests, self.clock())
+            if not duplicates:
+                return messages
+            dropped = set(duplicates)
+            return [m for i, m in enumerate(messages) if i not in dropped]
         return [m for m in messages if self._receive_level3(pipe, state, m)]
 
     def _receive_level3(self, pipe: Pipe, state: PeerState, message: Message) -> bool:

@@ -39,6 +39,7 @@ from .runtime import RECEIVING_TYPES, SENDING_TYPES, Entry, QoSRuntime
 from .stats import QoSStats
 
 log = logging.getLogger("zmtp_qos")
+_new_entry = object.__new__
 
 FAN_OUT_TYPES = frozenset({"PUB", "SUB", "XPUB", "XSUB", "RADIO", "DISH"})
 
@@ -338,7 +339,12 @@ class Socket:
         entries = runtime.entries
         if len(entries) >= runtime.send_hwm:
             await self._wait_for_slot()
-        receipt = entries[id(message)] = Entry.new(message)
+        # Entry.new(message) inlined (one call fewer per message; keep the two in step).
+        receipt = entries[id(message)] = _new_entry(Entry)
+        receipt.outcome = None
+        receipt.watched = None
+        receipt.parts = message
+        receipt.key = None
         raw = self.raw
         if raw.try_send_prepared(message):  # queued: no second coroutine awaited
             return receipt
