@@ -14,13 +14,14 @@ loop can neither miss a cancel nor starve the connection tasks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
+from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
 from .engine.queue import Message
@@ -37,12 +38,13 @@ from .timeouts import call_timeout
 if TYPE_CHECKING:  # only the type: the authenticator module imports the CURVE crypto
     from .auth.authenticator import AuthHandler
 
-#: Fast-path calls between two scheduler yields.
+#: Fast-path sends between two scheduler yields, counted per thread (see _SendCadence).
 _YIELD_EVERY = 256
 #: The fast path checks for a pending cancel once every 16 calls: ``checkpoint_if_cancelled``
 #: costs ~0.6-1 us on asyncio, as much as the whole rest of a send. A cancel is therefore seen
 #: within 16 messages, and no message is ever lost to it (see docs/performance.md).
 _CANCEL_CHECK_MASK = 15
+_CANCEL_CHECK_EVERY = _CANCEL_CHECK_MASK + 1
 #: ``recv``'s own cadence, wider than ``send``'s: from a non-empty inbox a receive costs
 #: ~0.3 us, and at send's cadence the cancel check and the yield (a whole event-loop pass) cost
 #: the receiver ~25 % of its time per 64 B message (docs/performance.md, optimisation log).
@@ -53,6 +55,32 @@ _RECV_YIELD_EVERY = 1024
 _RECV_CANCEL_CHECK_MASK = 63
 #: ``_held`` when what the next recv owes is an error (see Socket.readable), not a message.
 _HELD_ERROR: Message = []
+
+
+class _SendCadence(threading.local):
+    """The sends made on this thread's fast paths since its last send-side scheduler yield.
+
+    Why per thread, not per socket: the yield is there so that the connections' writers get a
+    pass, and they run when the *thread's* event loop runs, whichever socket yielded. With a
+    count per socket, N sockets sending in turn from one thread each queued 256 messages
+    before any of them yielded: 12,800 messages waiting for their writers at N = 50, and the
+    sender's CPU tripled (the cyclic GC walks every queued message). A socket adds its sends
+    here at each of its cancel checks (every 16 of its own sends, so a single socket's cadence
+    is the one it always had), and the check that takes the count to ``_YIELD_EVERY`` yields
+    instead. A task that keeps running is the only one counting meanwhile, so it still yields
+    within ``_YIELD_EVERY`` + 15 of its own sends (fairness); a yield by any socket restarts
+    the count for all. One event loop runs on a thread at a time, so the thread is the loop.
+
+    The yield is itself a cancel check (``checkpoint``), taken before the message is queued,
+    so a cancel there loses nothing; it replaces the check plus the shielded yield after the
+    queueing of before (a ``CancelScope`` per yield, ~45,000 instructions on asyncio).
+    """
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+
+_send_cadence = _SendCadence()
 
 
 class _Unset(Enum):
@@ -104,6 +132,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_held",
         "_held_error",
         "_ops",
+        "_sends",
         "_strategy",
         "last_endpoint",
         "options",
@@ -120,7 +149,10 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: The routing strategy, kept here too for the send/recv fast paths.
         self._strategy = core.strategy
         self._entered = False
+        #: Receive calls since the last receive-side yield (the recv cadence).
         self._ops = 0
+        #: Fast-path sends since this socket's last cancel check (the send cadence).
+        self._sends = 0
         #: A multipart message ``recv()`` refused; handed out by the next receive call.
         self._held: Message | None = None
         #: What the next recv raises when ``_held`` is ``_HELD_ERROR`` (see readable()).
@@ -277,20 +309,26 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         # Fast path spelled out on purpose, three times: here, in send_multipart and in
         # send_prepared (keep the three in step). A shared helper would cost every message one
         # more coroutine call and frame, which is measurable at ~1 M msgs/s
-        # (docs/performance.md, optimisation log: "send/recv fast paths").
+        # (docs/performance.md, optimisation log: "send/recv fast paths"). The cadence: a cancel
+        # check every 16 sends of this socket, every 16th of the thread's checks a yield
+        # instead (_SendCadence).
         if self._core.closing:
             raise SocketClosed(CLOSED)
         message = [data] if type(data) is bytes else as_message((data,))
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)
-        ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        sends = self._sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK:
+            self._sends = 0
+            cadence = _send_cadence
+            if cadence.sends >= _YIELD_EVERY - _CANCEL_CHECK_EVERY:
+                cadence.sends = 0
+                await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
+            else:
+                cadence.sends += _CANCEL_CHECK_EVERY
+                await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            if ops >= _YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 
@@ -317,13 +355,17 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)
-        ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        sends = self._sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK:
+            self._sends = 0
+            cadence = _send_cadence
+            if cadence.sends >= _YIELD_EVERY - _CANCEL_CHECK_EVERY:
+                cadence.sends = 0
+                await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
+            else:
+                cadence.sends += _CANCEL_CHECK_EVERY
+                await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            if ops >= _YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 
@@ -348,15 +390,20 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         # coroutine call per message less, see send's comment; keep the three in step).
         # The same cadence as send_multipart: a cancel is seen within 16 calls (before the
         # message is queued, so it is either queued whole or not at all), and the scheduler
-        # gets a pass every 256. Yielding after every message made the connection's writer
-        # write one message per syscall (docs/performance.md, optimisation log).
-        ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        # gets a pass every 256 sends of the thread (_SendCadence). Yielding after every
+        # message made the connection's writer write one message per syscall
+        # (docs/performance.md, optimisation log).
+        sends = self._sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK:
+            self._sends = 0
+            cadence = _send_cadence
+            if cadence.sends >= _YIELD_EVERY - _CANCEL_CHECK_EVERY:
+                cadence.sends = 0
+                await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
+            else:
+                cadence.sends += _CANCEL_CHECK_EVERY
+                await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            if ops >= _YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 
@@ -368,18 +415,19 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         Extension point: a layer whose own ``send`` is a coroutine (QoS receipts) calls this
         first and so awaits no second coroutine per message. It declines, rather than skips,
         whatever :meth:`send_prepared` does beyond queuing: a closing socket, a wrong type, a
-        socket type's send check, the cancel check every 16 sends and the scheduler pass
-        every 256 (the same call count, so the cadence is unchanged), and no peer with room.
+        socket type's send check, the cancel check every 16 sends (where the thread's
+        scheduler pass is taken too, see _SendCadence; the same call count, so the cadence is
+        unchanged), and no peer with room.
         """
-        ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK or ops >= _YIELD_EVERY or self._core.closing:
+        sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK or self._core.closing:
             return False
         if len(message) != 1 or type(message[0]) is not bytes:
             return False
         strategy = self._strategy
         if strategy.send_check or not strategy.try_send(message):
             return False
-        self._ops = ops
+        self._sends = sends
         return True
 
     async def _send_blocking(self, message: Message) -> None:
