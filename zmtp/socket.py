@@ -38,13 +38,12 @@ from .timeouts import call_timeout
 if TYPE_CHECKING:  # only the type: the authenticator module imports the CURVE crypto
     from .auth.authenticator import AuthHandler
 
-#: Fast-path sends between two scheduler yields, counted per thread (see _SendCadence).
+#: Fast-path sends of one socket between two scheduler yields of its thread (_SendCadence).
 _YIELD_EVERY = 256
 #: The fast path checks for a pending cancel once every 16 calls: ``checkpoint_if_cancelled``
 #: costs ~0.6-1 us on asyncio, as much as the whole rest of a send. A cancel is therefore seen
 #: within 16 messages, and no message is ever lost to it (see docs/performance.md).
 _CANCEL_CHECK_MASK = 15
-_CANCEL_CHECK_EVERY = _CANCEL_CHECK_MASK + 1
 #: ``recv``'s own cadence, wider than ``send``'s: from a non-empty inbox a receive costs
 #: ~0.3 us, and at send's cadence the cancel check and the yield (a whole event-loop pass) cost
 #: the receiver ~25 % of its time per 64 B message (docs/performance.md, optimisation log).
@@ -58,18 +57,23 @@ _HELD_ERROR: Message = []
 
 
 class _SendCadence(threading.local):
-    """The sends made on this thread's fast paths since its last send-side scheduler yield.
+    """How many send-side scheduler yields this thread has taken: a yield by any socket
+    restarts every socket's count towards its own next yield.
 
-    Why per thread, not per socket: the yield is there so that the connections' writers get a
-    pass, and they run when the *thread's* event loop runs, whichever socket yielded. With a
-    count per socket, N sockets sending in turn from one thread each queued 256 messages
-    before any of them yielded: 12,800 messages waiting for their writers at N = 50, and the
-    sender's CPU tripled (the cyclic GC walks every queued message). A socket adds its sends
-    here at each of its cancel checks (every 16 of its own sends, so a single socket's cadence
-    is the one it always had), and the check that takes the count to ``_YIELD_EVERY`` yields
-    instead. A task that keeps running is the only one counting meanwhile, so it still yields
-    within ``_YIELD_EVERY`` + 15 of its own sends (fairness); a yield by any socket restarts
-    the count for all. One event loop runs on a thread at a time, so the thread is the loop.
+    Why: the yield is there so that the connections' writers get a pass, and they all run when
+    the *thread's* event loop runs, whichever socket yielded. With counts that knew nothing of
+    each other, N sockets sending in turn from one thread each reached 256 at about the same
+    time and yielded N times in a row: the first pass let every writer write what was queued,
+    the N - 1 others found next to nothing to do and cost a whole loop pass each. Here a socket
+    looks at the thread's count at each of its cancel checks (every 16 of its own sends, so
+    nothing is added per send): if a yield was taken since its last check, its own count
+    starts again from there. One socket alone yields every 256 sends as it always did; N
+    sockets in turn yield once per 256 sends of each, and each writer still finds ~256
+    messages per pass (a count for the whole thread, a yield every 256 of *all* its sends, cut
+    the writers' batches N-fold: more writes and more CPU per message). A task still yields
+    within 256 sends of any one of its sockets, as before (fairness). A blocked send counts as
+    a yield too: the writers ran while it waited. One event loop runs on a thread at a time,
+    so the thread is the loop.
 
     The yield is itself a cancel check (``checkpoint``), taken before the message is queued,
     so a cancel there loses nothing; it replaces the check plus the shielded yield after the
@@ -77,7 +81,7 @@ class _SendCadence(threading.local):
     """
 
     def __init__(self) -> None:
-        self.sends = 0
+        self.yields = 0
 
 
 _send_cadence = _SendCadence()
@@ -132,6 +136,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_held",
         "_held_error",
         "_ops",
+        "_seen_yields",
         "_sends",
         "_strategy",
         "last_endpoint",
@@ -151,8 +156,10 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._entered = False
         #: Receive calls since the last receive-side yield (the recv cadence).
         self._ops = 0
-        #: Fast-path sends since this socket's last cancel check (the send cadence).
+        #: Fast-path sends since this socket's count last started (the send cadence), and
+        #: the thread's yield count then (_SendCadence).
         self._sends = 0
+        self._seen_yields = 0
         #: A multipart message ``recv()`` refused; handed out by the next receive call.
         self._held: Message | None = None
         #: What the next recv raises when ``_held`` is ``_HELD_ERROR`` (see readable()).
@@ -310,8 +317,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         # send_prepared (keep the three in step). A shared helper would cost every message one
         # more coroutine call and frame, which is measurable at ~1 M msgs/s
         # (docs/performance.md, optimisation log: "send/recv fast paths"). The cadence: a cancel
-        # check every 16 sends of this socket, every 16th of the thread's checks a yield
-        # instead (_SendCadence).
+        # check every 16 sends, a yield instead after 256 sends since the thread's last yield
+        # (_SendCadence).
         if self._core.closing:
             raise SocketClosed(CLOSED)
         message = [data] if type(data) is bytes else as_message((data,))
@@ -320,13 +327,16 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             strategy.check_send(message)
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
-            self._sends = 0
             cadence = _send_cadence
-            if cadence.sends >= _YIELD_EVERY - _CANCEL_CHECK_EVERY:
-                cadence.sends = 0
+            if self._seen_yields != cadence.yields:  # the thread yielded: start again
+                self._seen_yields = cadence.yields
+                self._sends = 0
+                await checkpoint_if_cancelled()
+            elif sends >= _YIELD_EVERY:
+                self._sends = 0
+                self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                cadence.sends += _CANCEL_CHECK_EVERY
                 await checkpoint_if_cancelled()
         if strategy.try_send(message):
             return
@@ -357,13 +367,16 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             strategy.check_send(message)
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
-            self._sends = 0
             cadence = _send_cadence
-            if cadence.sends >= _YIELD_EVERY - _CANCEL_CHECK_EVERY:
-                cadence.sends = 0
+            if self._seen_yields != cadence.yields:  # the thread yielded: start again
+                self._seen_yields = cadence.yields
+                self._sends = 0
+                await checkpoint_if_cancelled()
+            elif sends >= _YIELD_EVERY:
+                self._sends = 0
+                self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                cadence.sends += _CANCEL_CHECK_EVERY
                 await checkpoint_if_cancelled()
         if strategy.try_send(message):
             return
@@ -390,18 +403,21 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         # coroutine call per message less, see send's comment; keep the three in step).
         # The same cadence as send_multipart: a cancel is seen within 16 calls (before the
         # message is queued, so it is either queued whole or not at all), and the scheduler
-        # gets a pass every 256 sends of the thread (_SendCadence). Yielding after every
-        # message made the connection's writer write one message per syscall
-        # (docs/performance.md, optimisation log).
+        # gets a pass every 256 (counted from the thread's last yield, _SendCadence).
+        # Yielding after every message made the connection's writer write one message per
+        # syscall (docs/performance.md, optimisation log).
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
-            self._sends = 0
             cadence = _send_cadence
-            if cadence.sends >= _YIELD_EVERY - _CANCEL_CHECK_EVERY:
-                cadence.sends = 0
+            if self._seen_yields != cadence.yields:  # the thread yielded: start again
+                self._seen_yields = cadence.yields
+                self._sends = 0
+                await checkpoint_if_cancelled()
+            elif sends >= _YIELD_EVERY:
+                self._sends = 0
+                self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                cadence.sends += _CANCEL_CHECK_EVERY
                 await checkpoint_if_cancelled()
         if strategy.try_send(message):
             return
@@ -439,6 +455,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         with call_timeout(self.options.send_timeout, "send"):
             while True:
                 await core.send_wakeup().wait()
+                _send_cadence.yields += 1  # the writers ran meanwhile (see _SendCadence)
                 if core.closing:
                     raise SocketClosed(CLOSED)
                 if strategy.try_send(message):
