@@ -4,7 +4,8 @@ per round of 256 sends each rather than N times; one socket alone still yields e
 sends (fairness); and the yield, which is now also the cancel check, loses nothing.
 
 The yields are counted by a probe task that does nothing but checkpoint: it runs once each
-time the sender lets the event loop run.
+time the sender lets the event loop run (on trio possibly one batch late: the tasks of a
+batch run in random order, so the counts allow one more or less).
 """
 
 from __future__ import annotations
@@ -62,38 +63,41 @@ async def pushes(count: int, name: str) -> AsyncIterator[list[zmtp.Socket]]:
 
 
 async def test_sockets_sending_in_turn_yield_once_per_round() -> None:
-    n, rounds = 8, 2
+    n, rounds = 8, 4
     async with pushes(n, "round") as socks, probe() as turns:
         before = turns()
         for _ in range(rounds * YIELD_EVERY):
             for sock in socks:
                 await sock.send(b"x")
         yields = turns() - before
-    # A count per socket, knowing nothing of the others, yielded n times per round (16 here);
-    # the first socket to reach 256 yields and the others start their count again.
-    assert 1 <= yields <= rounds + 1, yields
+    # A count per socket, knowing nothing of the others, yielded n times per round (32 here);
+    # the first socket to reach 256 yields and the others start their count again: rounds - 1
+    # or rounds (the counts may start again once, at the first check), trio's one off aside.
+    assert rounds - 2 <= yields <= rounds + 1, yields
 
 
 async def test_one_socket_still_yields_every_256_sends() -> None:
     """Fairness: a busy sender still lets the other tasks run as often as it always did."""
     async with pushes(1, "one") as (sock,), probe() as turns:
         before = turns()
-        for _ in range(4 * YIELD_EVERY):
+        for _ in range(8 * YIELD_EVERY):
             await sock.send(b"x")
         yields = turns() - before
-    assert 3 <= yields <= 5, yields
+    # 7 or 8 (the count may start again once, at the first check); the probe's count is
+    # one off on trio, which runs the tasks of a batch in random order.
+    assert 6 <= yields <= 9, yields
 
 
 async def test_every_kind_of_send_counts_alike() -> None:
     """send, send_multipart and send_prepared share the cadence (three spelled-out copies)."""
     async with pushes(3, "kinds") as (a, b, c), probe() as turns:
         before = turns()
-        for i in range(2 * YIELD_EVERY):
+        for i in range(4 * YIELD_EVERY):
             await a.send(b"x")
             await b.send_multipart([b"x", b"y"])
             await c.send_prepared([b"x%d" % i])
         yields = turns() - before
-    assert 1 <= yields <= 3, yields
+    assert 2 <= yields <= 5, yields  # 3 or 4, trio's one off aside (12 with counts apart)
 
 
 async def test_a_deadline_interrupts_a_send_loop_that_never_blocks() -> None:
