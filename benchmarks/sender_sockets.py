@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _callgrind import harness_parser, measure, print_table, print_tree_table
+from _callgrind import harness_parser, measure, print_table
 
 HERE = Path(__file__).resolve()
 #: ``tcpi_segs_out`` in Linux's ``struct tcp_info`` (stable since 4.2).
@@ -51,7 +51,7 @@ _SEGS_OUT_OFFSET = 136
 
 def _pyzmq_pull(sockets: int, total: int, conn: Any) -> None:
     """The peer: a bound PULL that says "warm" after one message from each of the ``sockets``
-    senders and "done" after ``total`` more."""
+    senders and "done" after ``total`` more, then waits for the sender's "bye"."""
     import zmq
 
     ctx = zmq.Context()
@@ -65,6 +65,7 @@ def _pyzmq_pull(sockets: int, total: int, conn: Any) -> None:
     for _ in range(total):
         sock.recv()
     conn.send("done")
+    conn.recv()  # the sender has read its counters: closing before would end connections
     sock.close(linger=0)
     ctx.term()
 
@@ -79,8 +80,13 @@ def segments_out(port: int) -> int:
         return 0
     for name in fds:
         try:
-            sock = socket.socket(fileno=os.dup(int(name)))
+            fd = os.dup(int(name))
         except OSError:
+            continue
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:  # not a socket
+            os.close(fd)
             continue
         try:
             if sock.type != socket.SOCK_STREAM or sock.family != socket.AF_INET:
@@ -133,6 +139,7 @@ async def _send(args: argparse.Namespace) -> dict[str, float]:
         await _wait_for(parent, "done")
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         segs = segments_out(port) - segs0
+        parent.send("bye")
     proc.join(60)
     n = args.messages
     return {
@@ -175,19 +182,20 @@ def _native(args: argparse.Namespace) -> int:
         f"\n{args.sockets} zmtp PUSH sockets in one task -> pyzmq PULL, {args.size} B, "
         f"{args.backend}, {args.messages} messages\n"
     )
-    for key, unit in (
-        ("cpu_us_per_msg", "sender CPU us/msg"),
-        ("segments_per_msg", "TCP segments/msg"),
-        ("msgs_per_s", "msgs/s"),
+    for key, unit, digits in (
+        ("cpu_us_per_msg", "sender CPU us/msg", 3),
+        ("segments_per_msg", "TCP segments/msg", 4),
+        ("msgs_per_s", "msgs/s", 0),
     ):
-        per_tree = {tree: [r[key] for r in results[tree]] for tree in trees}
-        if key == "segments_per_msg":  # small numbers: the table's integer format hides them
-            for tree in trees:
-                values = ", ".join(f"{v:.4f}" for v in per_tree[tree])
-                print(f"{tree}: {unit} median {statistics.median(per_tree[tree]):.4f} ({values})")
-            print()
-            continue
-        print_tree_table(per_tree, unit)
+        base = statistics.median(r[key] for r in results[trees[0]])
+        print(f"| tree | {unit} (median) | vs {trees[0].name or trees[0]} | cycles |")
+        print("|---|---:|---:|---|")
+        for tree in trees:
+            values = [r[key] for r in results[tree]]
+            med = statistics.median(values)
+            ratio = f"{med / base:.3f}" if base else "-"
+            cycles = ", ".join(f"{v:,.{digits}f}" for v in values)
+            print(f"| {tree} | {med:,.{digits}f} | {ratio} | {cycles} |")
         print()
     return 0
 
