@@ -36,6 +36,8 @@ from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
 
 if TYPE_CHECKING:  # only the type: the authenticator module imports the CURVE crypto
+    from anyio.abc import TaskGroup
+
     from .auth.authenticator import AuthHandler
 
 #: Fast-path sends of one socket between two scheduler yields of its thread (_SendCadence).
@@ -206,6 +208,22 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         await tg.__aenter__()
         self._core.task_group = tg
         return self
+
+    def open_in(self, task_group: TaskGroup) -> None:
+        """Open the socket without ``async with``: its connection tasks run in ``task_group``,
+        which the caller has entered and leaves only after ``await close()`` (close stops and
+        waits for every task of the socket; leaving the group only joins them).
+
+        For :class:`zmtp.Context`, which opens all its sockets in one group. Each socket's
+        ``async with`` enters a task group, hence a cancel scope, in the caller's task, and on
+        asyncio anyio's ``checkpoint_if_cancelled`` (the send/recv fast paths' periodic cancel
+        check) walks every cancel scope of the task: with 50 sockets held in one task the
+        check cost ~4x what it does with one (docs/performance.md, optimisation log).
+        """
+        if self._entered:
+            raise UsageError("a socket can be entered only once")
+        self._entered = True
+        self._core.task_group = task_group
 
     async def __aexit__(
         self,
