@@ -20,6 +20,9 @@ holding them with an ``AsyncExitStack`` does, and send ``--messages`` in round r
 
     .venv/bin/python benchmarks/sender_sockets.py --sockets 50 --cycles 3 /work/main .
     .venv/bin/python benchmarks/sender_sockets.py --callgrind --sockets 50 /work/main .
+    .venv/bin/python benchmarks/sender_sockets.py --callgrind --context --sockets 50 /work/main .
+
+``--context`` makes the K sockets with one ``zmtp.Context`` instead of an ``async with`` each.
 
 Needs pyzmq (and valgrind for ``--callgrind``).
 """
@@ -104,12 +107,13 @@ def segments_out(port: int) -> int:
 
 
 async def _wait_for(conn: Any, word: str) -> None:
+    """The peer's next word, waited for in a worker thread: a poll every few ms would add
+    instructions in proportion to the wall time, which the machine's load sets."""
     import anyio
 
     with anyio.fail_after(300):
-        while not conn.poll():
-            await anyio.sleep(0.005)
-        assert conn.recv() == word
+        got = await anyio.to_thread.run_sync(conn.recv, abandon_on_cancel=True)
+    assert got == word
 
 
 async def _send(args: argparse.Namespace) -> dict[str, float]:
@@ -122,10 +126,14 @@ async def _send(args: argparse.Namespace) -> dict[str, float]:
     port = parent.recv()
     payload = os.urandom(args.size)
     async with AsyncExitStack() as stack:
-        socks = [
-            await stack.enter_async_context(zmtp.Socket(zmtp.PUSH, linger=5.0))
-            for _ in range(args.sockets)
-        ]
+        if args.context:  # one task group for all (zmtp.Context, Socket.open_in)
+            ctx = await stack.enter_async_context(zmtp.Context(linger=5.0))
+            socks = [await ctx.socket(zmtp.PUSH) for _ in range(args.sockets)]
+        else:  # an async with per socket: a cancel scope each in this task
+            socks = [
+                await stack.enter_async_context(zmtp.Socket(zmtp.PUSH, linger=5.0))
+                for _ in range(args.sockets)
+            ]
         for sock in socks:
             await sock.connect(f"tcp://127.0.0.1:{port}")
         for sock in socks:
@@ -163,6 +171,7 @@ def _native(args: argparse.Namespace) -> int:
         "--child",
         *("--messages", str(args.messages), "--size", str(args.size)),
         *("--backend", args.backend, "--sockets", str(args.sockets)),
+        *(["--context"] if args.context else []),
     ]
     for cycle in range(args.cycles):
         order = trees if cycle % 2 == 0 else trees[::-1]
@@ -179,7 +188,8 @@ def _native(args: argparse.Namespace) -> int:
             results[tree].append(result)
             print(f"cycle {cycle + 1}: {tree}: {result}", file=sys.stderr)
     print(
-        f"\n{args.sockets} zmtp PUSH sockets in one task -> pyzmq PULL, {args.size} B, "
+        f"\n{args.sockets} zmtp PUSH sockets in one task{' (one Context)' if args.context else ''}"
+        f" -> pyzmq PULL, {args.size} B, "
         f"{args.backend}, {args.messages} messages\n"
     )
     for key, unit, digits in (
@@ -204,17 +214,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = harness_parser(__doc__.splitlines()[0], messages=20000)
     ap.add_argument("--sockets", type=int, default=50, help="K, the PUSH sockets")
     ap.add_argument("--callgrind", action="store_true", help="instructions per message")
+    ap.add_argument(
+        "--context",
+        action="store_true",
+        help="make the sockets with one zmtp.Context (else an async with per socket)",
+    )
     args = ap.parse_args(argv)
     if args.size < 1 or args.messages < 1 or args.sockets < 1:
         ap.error("--size, --messages and --sockets must be >= 1")
     if not args.callgrind and not args.child:
         return _native(args)
-    measured = measure(HERE, args, child_main, ["--sockets", str(args.sockets)])
+    flags = ["--sockets", str(args.sockets), *(["--context"] if args.context else [])]
+    measured = measure(HERE, args, child_main, flags)
     if measured is None:
         return 0  # it was the measured program
     per_message, trees = measured
     print(
-        f"\n{args.sockets} zmtp PUSH sockets in one task -> pyzmq PULL, sender, {args.size} B, "
+        f"\n{args.sockets} zmtp PUSH sockets in one task{' (one Context)' if args.context else ''}"
+        f" -> pyzmq PULL, sender, {args.size} B, "
         f"{args.backend}: instructions per message ((Ir(2M) - Ir(M)) / M, M = {args.messages})\n"
     )
     print_table(per_message, trees)

@@ -92,7 +92,7 @@ async def test_an_error_in_a_context_closes_its_sockets_at_once() -> None:
     (a queued message with nowhere to go does not hold the exit), and the exception comes
     out as it did through the sockets' own task groups (in anyio's ExceptionGroup)."""
     with anyio.fail_after(10):
-        with pytest.raises(Exception) as info:  # noqa: PT011 (an ExceptionGroup: 3.11+ name)
+        with pytest.raises(Exception) as info:  # an ExceptionGroup (a 3.11+ name)
             async with zmtp.Context(linger=None) as ctx:
                 push = await ctx.socket(zmtp.PUSH)
                 await push.connect("tcp://127.0.0.1:1")
