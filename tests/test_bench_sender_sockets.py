@@ -21,9 +21,11 @@ pytestmark = pytest.mark.timeout(600)
 SCRIPT = str(BENCHMARKS / "sender_sockets.py")
 
 
+@pytest.mark.parametrize("context", [False, True])
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_sender_sockets_child_delivers_everything(backend: str) -> None:
-    """The measured program returns only once the PULL has counted every message."""
+def test_sender_sockets_child_delivers_everything(backend: str, context: bool) -> None:
+    """The measured program returns only once the PULL has counted every message (sockets
+    entered one by one, or made by one ``zmtp.Context``)."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -35,6 +37,7 @@ def test_sender_sockets_child_delivers_everything(backend: str) -> None:
             "3",
             "--backend",
             backend,
+            *(["--context"] if context else []),
         ],
         capture_output=True,
         text=True,
