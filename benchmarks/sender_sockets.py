@@ -18,9 +18,9 @@ holding them with an ``AsyncExitStack`` does, and send ``--messages`` in round r
 * ``--callgrind``: instructions per message under valgrind, ``(Ir(2M) - Ir(M)) / M``, the
   evidence on a loaded machine (the harness of the other ``callgrind_*.py`` scripts).
 
-    .venv/bin/python benchmarks/sender_sockets.py --sockets 50 --cycles 3 /work/main .
-    .venv/bin/python benchmarks/sender_sockets.py --callgrind --sockets 50 /work/main .
-    .venv/bin/python benchmarks/sender_sockets.py --callgrind --context --sockets 50 /work/main .
+    .venv/bin/python benchmarks/sender_sockets.py --sockets 50 --cycles 3 /tmp/before .
+    .venv/bin/python benchmarks/sender_sockets.py --callgrind --sockets 50 /tmp/before .
+    .venv/bin/python benchmarks/sender_sockets.py --callgrind --context --sockets 50 /tmp/before .
 
 ``--context`` makes the K sockets with one ``zmtp.Context`` instead of an ``async with`` each.
 
