@@ -41,3 +41,65 @@ def test_sync_context_term_closes_everything() -> None:
     with pytest.raises(zmtp.SocketClosed, match="terminated"):
         ctx.socket(zmtp.PUSH)
     zmtp.sync.Context().destroy()  # nothing made: nothing to close
+
+
+# A context opens its sockets in one task group (Socket.open_in) rather than one per socket:
+# what each socket's own ``async with`` guaranteed must still hold.
+
+
+@pytest.mark.anyio
+async def test_a_context_socket_is_open_and_cannot_be_entered_again() -> None:
+    async with zmtp.Context(linger=0) as ctx:
+        push = await ctx.socket(zmtp.PUSH)
+        with pytest.raises(zmtp.UsageError, match="entered only once"):
+            async with push:
+                pass  # pragma: no cover
+        await push.bind("inproc://context-open")  # open: it has a group to run tasks in
+
+
+@pytest.mark.anyio
+async def test_a_cancel_interrupts_a_blocked_send_of_a_context_socket() -> None:
+    with anyio.fail_after(10):
+        async with zmtp.Context(linger=0) as ctx:
+            push = await ctx.socket(zmtp.PUSH, immediate=True)
+            await push.connect("tcp://127.0.0.1:1")  # nobody there: send blocks
+            with anyio.move_on_after(0.1) as scope:
+                await push.send(b"never")
+            assert scope.cancelled_caught
+        assert push.closed
+
+
+@pytest.mark.anyio
+async def test_a_deadline_interrupts_a_send_loop_over_many_context_sockets() -> None:
+    """PUB sockets with no subscriber never block: only the fast path's checks and yields
+    let the deadline in."""
+    with anyio.fail_after(10):
+        async with zmtp.Context(linger=0) as ctx:
+            pubs = [await ctx.socket(zmtp.PUB) for _ in range(20)]
+            for i, pub in enumerate(pubs):
+                await pub.bind(f"inproc://context-pub-{i}")
+            sent = 0
+            with anyio.move_on_after(0.05) as scope:
+                while True:
+                    await pubs[sent % len(pubs)].send(b"x")
+                    sent += 1
+            assert scope.cancelled_caught and sent > 0
+
+
+@pytest.mark.anyio
+async def test_an_error_in_a_context_closes_its_sockets_at_once() -> None:
+    """As a socket's own ``async with``: an exception leaving the block closes with linger 0
+    (a queued message with nowhere to go does not hold the exit), and the exception comes
+    out as it did through the sockets' own task groups (in anyio's ExceptionGroup)."""
+    with anyio.fail_after(10):
+        with pytest.raises(Exception) as info:  # an ExceptionGroup (a 3.11+ name)
+            async with zmtp.Context(linger=None) as ctx:
+                push = await ctx.socket(zmtp.PUSH)
+                await push.connect("tcp://127.0.0.1:1")
+                with anyio.move_on_after(0):  # queue it if the pipe is there, else skip
+                    await push.send(b"queued, nobody to take it")
+                pull = await ctx.socket(zmtp.PULL)
+                raise KeyError("out")
+    assert type(info.value).__name__ == "ExceptionGroup"
+    assert info.group_contains(KeyError, match="out")
+    assert push.closed and pull.closed

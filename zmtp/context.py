@@ -1,9 +1,14 @@
 """``zmtp.Context``: pyzmq's context for ported code, making sockets and closing them together.
 
-zmtp needs no context (no I/O threads to share), so this is only a convenience: it remembers
-default options, makes sockets already entered, and closes every socket it made when its own
+zmtp needs no context (no I/O threads to share), so this is mostly a convenience: it remembers
+default options, makes sockets already open, and closes every socket it made when its own
 ``async with`` ends (newest first). Call :meth:`Context.socket` from the task that entered the
-context: a socket's ``async with`` must begin and end in one task.
+context: its sockets' tasks run in one task group that the context entered there.
+
+One group for all its sockets, rather than an ``async with`` per socket, is also the way to
+hold many sockets in one task: each socket's own ``async with`` enters a task group, hence a
+cancel scope, in the task, and on asyncio every periodic cancel check of the send and receive
+fast paths walks all of the task's cancel scopes (``Socket.open_in``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
 
 from .errors import NEVER_OPENED, SocketClosed
 from .protocol.sockettypes import SocketType
@@ -27,11 +35,18 @@ class Context:
     def __init__(self, **defaults: Any) -> None:
         self.defaults = defaults
         self._stack: AsyncExitStack | None = None
+        self._task_group: TaskGroup | None = None
         self.sockets: list[Socket] = []
 
     async def __aenter__(self) -> Context:
-        self._stack = AsyncExitStack()
-        await self._stack.__aenter__()
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            self._task_group = await stack.enter_async_context(anyio.create_task_group())
+        except BaseException as error:
+            await stack.__aexit__(type(error), error, error.__traceback__)
+            raise
+        self._stack = stack
         return self
 
     async def __aexit__(
@@ -41,6 +56,7 @@ class Context:
         tb: TracebackType | None,
     ) -> bool | None:
         stack, self._stack = self._stack, None
+        self._task_group = None
         if stack is None:
             return None
         return await stack.__aexit__(exc_type, exc, tb)
@@ -49,7 +65,19 @@ class Context:
         """A new socket, entered (ready to bind/connect) and closed with the context."""
         if self._stack is None:
             raise SocketClosed(NEVER_OPENED.replace("socket", "context", 1))
+        assert self._task_group is not None
         sock = Socket(socket_type, **{**self.defaults, **options})
-        await self._stack.enter_async_context(sock)
+        sock.open_in(self._task_group)
+
+        async def close(
+            exc_type: type[BaseException] | None,
+            exc: BaseException | None,
+            tb: TracebackType | None,
+        ) -> None:
+            # What the socket's own __aexit__ does, but for leaving the (shared) group, which
+            # the stack leaves last: it was entered first.
+            await sock.close() if exc_type is None else await sock.close(linger=0)
+
+        self._stack.push_async_exit(close)
         self.sockets.append(sock)
         return sock

@@ -14,13 +14,14 @@ loop can neither miss a cancel nor starve the connection tasks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
+from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
 from .engine.queue import Message
@@ -35,9 +36,11 @@ from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
 
 if TYPE_CHECKING:  # only the type: the authenticator module imports the CURVE crypto
+    from anyio.abc import TaskGroup
+
     from .auth.authenticator import AuthHandler
 
-#: Fast-path calls between two scheduler yields.
+#: Fast-path sends of one socket between two scheduler yields of its thread (_SendCadence).
 _YIELD_EVERY = 256
 #: The fast path checks for a pending cancel once every 16 calls: ``checkpoint_if_cancelled``
 #: costs ~0.6-1 us on asyncio, as much as the whole rest of a send. A cancel is therefore seen
@@ -53,6 +56,37 @@ _RECV_YIELD_EVERY = 1024
 _RECV_CANCEL_CHECK_MASK = 63
 #: ``_held`` when what the next recv owes is an error (see Socket.readable), not a message.
 _HELD_ERROR: Message = []
+
+
+class _SendCadence(threading.local):
+    """How many send-side scheduler yields this thread has taken: a yield by any socket
+    restarts every socket's count towards its own next yield.
+
+    Why: the yield is there so that the connections' writers get a pass, and they all run when
+    the *thread's* event loop runs, whichever socket yielded. With counts that knew nothing of
+    each other, N sockets sending in turn from one thread each reached 256 at about the same
+    time and yielded N times in a row: the first pass let every writer write what was queued,
+    the N - 1 others found next to nothing to do and cost a whole loop pass each. Here a socket
+    looks at the thread's count at each of its cancel checks (every 16 of its own sends, so
+    nothing is added per send): if a yield was taken since its last check, its own count
+    starts again from there. One socket alone yields every 256 sends as it always did; N
+    sockets in turn yield once per 256 sends of each, and each writer still finds ~256
+    messages per pass (a count for the whole thread, a yield every 256 of *all* its sends, cut
+    the writers' batches N-fold: more writes and more CPU per message). A task still yields
+    within 256 sends of any one of its sockets, as before (fairness). A blocked send counts as
+    a yield too: the writers ran while it waited. One event loop runs on a thread at a time,
+    so the thread is the loop.
+
+    The yield is itself a cancel check (``checkpoint``), taken before the message is queued,
+    so a cancel there loses nothing; it replaces the check plus the shielded yield after the
+    queueing of before (a ``CancelScope`` per yield, ~45,000 instructions on asyncio).
+    """
+
+    def __init__(self) -> None:
+        self.yields = 0
+
+
+_send_cadence = _SendCadence()
 
 
 class _Unset(Enum):
@@ -104,6 +138,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_held",
         "_held_error",
         "_ops",
+        "_seen_yields",
+        "_sends",
         "_strategy",
         "last_endpoint",
         "options",
@@ -120,7 +156,12 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: The routing strategy, kept here too for the send/recv fast paths.
         self._strategy = core.strategy
         self._entered = False
+        #: Receive calls since the last receive-side yield (the recv cadence).
         self._ops = 0
+        #: Fast-path sends since this socket's count last started (the send cadence), and
+        #: the thread's yield count then (_SendCadence).
+        self._sends = 0
+        self._seen_yields = 0
         #: A multipart message ``recv()`` refused; handed out by the next receive call.
         self._held: Message | None = None
         #: What the next recv raises when ``_held`` is ``_HELD_ERROR`` (see readable()).
@@ -167,6 +208,22 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         await tg.__aenter__()
         self._core.task_group = tg
         return self
+
+    def open_in(self, task_group: TaskGroup) -> None:
+        """Open the socket without ``async with``: its connection tasks run in ``task_group``,
+        which the caller has entered and leaves only after ``await close()`` (close stops and
+        waits for every task of the socket; leaving the group only joins them).
+
+        For :class:`zmtp.Context`, which opens all its sockets in one group. Each socket's
+        ``async with`` enters a task group, hence a cancel scope, in the caller's task, and on
+        asyncio anyio's ``checkpoint_if_cancelled`` (the send/recv fast paths' periodic cancel
+        check) walks every cancel scope of the task: with 50 sockets held in one task the
+        check cost ~4x what it does with one (docs/performance.md, optimisation log).
+        """
+        if self._entered:
+            raise UsageError("a socket can be entered only once")
+        self._entered = True
+        self._core.task_group = task_group
 
     async def __aexit__(
         self,
@@ -277,20 +334,29 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         # Fast path spelled out on purpose, three times: here, in send_multipart and in
         # send_prepared (keep the three in step). A shared helper would cost every message one
         # more coroutine call and frame, which is measurable at ~1 M msgs/s
-        # (docs/performance.md, optimisation log: "send/recv fast paths").
+        # (docs/performance.md, optimisation log: "send/recv fast paths"). The cadence: a cancel
+        # check every 16 sends, a yield instead after 256 sends since the thread's last yield
+        # (_SendCadence).
         if self._core.closing:
             raise SocketClosed(CLOSED)
         message = [data] if type(data) is bytes else as_message((data,))
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)
-        ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        sends = self._sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK:
+            cadence = _send_cadence
+            if self._seen_yields != cadence.yields:  # the thread yielded: start again
+                self._seen_yields = cadence.yields
+                self._sends = 0
+                await checkpoint_if_cancelled()
+            elif sends >= _YIELD_EVERY:
+                self._sends = 0
+                self._seen_yields = cadence.yields = cadence.yields + 1
+                await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
+            else:
+                await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            if ops >= _YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 
@@ -317,13 +383,20 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         strategy = self._strategy
         if strategy.send_check:
             strategy.check_send(message)
-        ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        sends = self._sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK:
+            cadence = _send_cadence
+            if self._seen_yields != cadence.yields:  # the thread yielded: start again
+                self._seen_yields = cadence.yields
+                self._sends = 0
+                await checkpoint_if_cancelled()
+            elif sends >= _YIELD_EVERY:
+                self._sends = 0
+                self._seen_yields = cadence.yields = cadence.yields + 1
+                await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
+            else:
+                await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            if ops >= _YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 
@@ -348,15 +421,23 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         # coroutine call per message less, see send's comment; keep the three in step).
         # The same cadence as send_multipart: a cancel is seen within 16 calls (before the
         # message is queued, so it is either queued whole or not at all), and the scheduler
-        # gets a pass every 256. Yielding after every message made the connection's writer
-        # write one message per syscall (docs/performance.md, optimisation log).
-        ops = self._ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        # gets a pass every 256 (counted from the thread's last yield, _SendCadence).
+        # Yielding after every message made the connection's writer write one message per
+        # syscall (docs/performance.md, optimisation log).
+        sends = self._sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK:
+            cadence = _send_cadence
+            if self._seen_yields != cadence.yields:  # the thread yielded: start again
+                self._seen_yields = cadence.yields
+                self._sends = 0
+                await checkpoint_if_cancelled()
+            elif sends >= _YIELD_EVERY:
+                self._sends = 0
+                self._seen_yields = cadence.yields = cadence.yields + 1
+                await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
+            else:
+                await checkpoint_if_cancelled()
         if strategy.try_send(message):
-            if ops >= _YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # queued already: never lose it to a cancel
             return
         await self._send_blocking(message)
 
@@ -368,18 +449,19 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         Extension point: a layer whose own ``send`` is a coroutine (QoS receipts) calls this
         first and so awaits no second coroutine per message. It declines, rather than skips,
         whatever :meth:`send_prepared` does beyond queuing: a closing socket, a wrong type, a
-        socket type's send check, the cancel check every 16 sends and the scheduler pass
-        every 256 (the same call count, so the cadence is unchanged), and no peer with room.
+        socket type's send check, the cancel check every 16 sends (where the thread's
+        scheduler pass is taken too, see _SendCadence; the same call count, so the cadence is
+        unchanged), and no peer with room.
         """
-        ops = self._ops + 1
-        if not ops & _CANCEL_CHECK_MASK or ops >= _YIELD_EVERY or self._core.closing:
+        sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK or self._core.closing:
             return False
         if len(message) != 1 or type(message[0]) is not bytes:
             return False
         strategy = self._strategy
         if strategy.send_check or not strategy.try_send(message):
             return False
-        self._ops = ops
+        self._sends = sends
         return True
 
     async def _send_blocking(self, message: Message) -> None:
@@ -391,6 +473,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         with call_timeout(self.options.send_timeout, "send"):
             while True:
                 await core.send_wakeup().wait()
+                _send_cadence.yields += 1  # the writers ran meanwhile (see _SendCadence)
                 if core.closing:
                     raise SocketClosed(CLOSED)
                 if strategy.try_send(message):
