@@ -220,12 +220,22 @@ async def wait_queued(sock: zmtp.Socket, n: int) -> list[Received]:
     return queued(sock)
 
 
+#: Receiver, sender: the types that opt in and take multipart messages.
+MULTIPART_PAIRS = {
+    "pull": (zmtp.PULL, zmtp.PUSH),
+    "pair": (zmtp.PAIR, zmtp.PAIR),
+    "dealer": (zmtp.DEALER, zmtp.DEALER),
+}
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("transport", STREAMS)
-async def test_pull_queues_one_part_messages_bare_and_returns_the_same(
-    transport: str, tmp_path: Any
+@pytest.mark.parametrize("types", sorted(MULTIPART_PAIRS))
+async def test_one_part_messages_are_queued_bare_and_returned_the_same(
+    transport: str, types: str, tmp_path: Any
 ) -> None:
-    async with linked(zmtp.PULL, zmtp.PUSH, stream_endpoint(transport, tmp_path)) as link:
+    receiver, sender = MULTIPART_PAIRS[types]
+    async with linked(receiver, sender, stream_endpoint(transport, tmp_path)) as link:
         for message in TRAFFIC:
             await link.connector.send_multipart(message)
         items = await wait_queued(link.binder, len(TRAFFIC))
@@ -341,3 +351,30 @@ async def test_the_hwm_still_pauses_the_reader(tmp_path: Any) -> None:
         with anyio.fail_after(TIMEOUT):
             got = [await link.binder.recv() for _ in range(total)]
         assert got == [b"%06d" % i for i in range(total)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("options", [{}, {"conflate": True}])
+async def test_conflating_dealer_and_gather_take_bare_messages(
+    options: dict[str, Any], tmp_path: Any
+) -> None:
+    """DEALER's conflating variant and the single-part GATHER keep what they kept before."""
+    if options:
+        receiver, sender = zmtp.DEALER, zmtp.DEALER
+    else:
+        receiver, sender = zmtp.GATHER, zmtp.SCATTER
+    async with linked(
+        receiver, sender, stream_endpoint("tcp", tmp_path), binder_options=options
+    ) as link:
+        for i in range(30):
+            await link.connector.send(b"%02d" % i)
+        if options:
+            with anyio.fail_after(TIMEOUT):
+                while queued(link.binder) != [b"29"]:
+                    await anyio.sleep(0.001)
+            expected = [b"29"]
+        else:
+            assert all(type(m) is bytes for m in await wait_queued(link.binder, 30))
+            expected = [b"%02d" % i for i in range(30)]
+        with anyio.fail_after(TIMEOUT):
+            assert [await link.binder.recv() for _ in expected] == expected

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from ..engine.pipe import Pipe
@@ -259,6 +259,10 @@ class SinglePart:
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
         pipe.inbox.put_many(self.single_parts(messages))
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+        """As :meth:`incoming`, for a batch that may hold bare one-part messages."""
+        pipe.inbox.put_received([m for m in messages if isinstance(m, bytes) or len(m) == 1])
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
         if len(message) == 1:

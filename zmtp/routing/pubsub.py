@@ -99,7 +99,9 @@ class Sub(XSub):
             prefixes = topics.prefixes
             if prefixes is not None:
                 messages = [
-                    m for m in messages if (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
+                    m
+                    for m in messages
+                    if (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
                 ]
             else:
                 matches = topics.matches
