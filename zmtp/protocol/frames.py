@@ -345,9 +345,10 @@ def _split_run(buf: bytes, pos: int, head: int, size: int, bare: bool, out: list
     Why: a PUSH peer's read is usually hundreds of equal frames, and the decoder's per-frame
     loop costs a dozen bytecodes each. Here the headers are checked with one strided slice per
     header byte (``count``; ``lstrip`` finds where the run ends if it ends early) and the
-    bodies come out of ``Struct.unpack_from`` in chunks, all in C. Each body is appended bare (``bare``) or as a
-    one-element list, exactly as the per-frame loop would (tests/test_engine_bare_messages.py
-    checks the two against each other). Only frames already checked by the caller reach here:
+    bodies come out of ``Struct.unpack_from`` in chunks, all in C. Each body is appended bare
+    (``bare``) or as a one-element list, exactly as the per-frame loop would
+    (tests/test_engine_bare_messages.py checks the two against each other). Only frames
+    already checked by the caller reach here:
     flags 0 or LONG (no MORE, no COMMAND, no reserved bit) and a size within the limit.
     """
     stride = head + size
