@@ -24,7 +24,7 @@ import anyio
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
-from .engine.queue import Message
+from .engine.queue import Message, Received
 from .errors import CLOSED, NEVER_OPENED, SocketClosed, ZMTPError
 from .extension import SocketExtension
 from .monitor import Monitor, PeerInfo
@@ -163,7 +163,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._sends = 0
         self._seen_yields = 0
         #: A multipart message ``recv()`` refused; handed out by the next receive call.
-        self._held: Message | None = None
+        #: A message set aside by readable() or a refused recv(); bare for a
+        #: ``bare_single_part`` type (see zmtp.engine.queue.Received), as try_recv gave it.
+        self._held: Received | None = None
         #: What the next recv raises when ``_held`` is ``_HELD_ERROR`` (see readable()).
         self._held_error: BaseException | None = None
         self.last_endpoint = ""
@@ -496,6 +498,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             elif ops >= _RECV_YIELD_EVERY:
                 self._ops = 0
                 await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
+        if isinstance(message, bytes):
+            return message  # a one-part message queued bare (zmtp.engine.queue.Received)
         if len(message) != 1:
             self._held = message  # not lost: the next recv/recv_multipart returns it
             raise InvalidArgument(
@@ -517,16 +521,18 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             self._held = None
             if message is _HELD_ERROR:
                 raise self._take_held_error()
-            return message
+            return [message] if isinstance(message, bytes) else message
         message = strategy.try_recv()
         if message is not None:
             if ops >= _RECV_YIELD_EVERY:
                 self._ops = 0
                 await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
-            return message
-        return await self._recv_blocking()
+            # A bare one-part message (zmtp.engine.queue.Received) gets its list only now.
+            return [message] if isinstance(message, bytes) else message
+        message = await self._recv_blocking()
+        return [message] if isinstance(message, bytes) else message
 
-    async def _recv_blocking(self) -> Message:
+    async def _recv_blocking(self) -> Received:
         """Wait for a message, up to ``recv_timeout``: by a lent read of the only peer's
         connection where possible (see SocketCore.lent_read), else for a wake-up."""
         strategy = self._strategy

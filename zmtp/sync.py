@@ -317,7 +317,7 @@ class _Core:
                 return
             if message is None:
                 return
-            append(message)
+            append([message] if isinstance(message, bytes) else message)  # a bare one-part
 
     async def monitor(self) -> AsyncMonitor:
         return self.sock.monitor()

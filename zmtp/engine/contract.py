@@ -11,7 +11,7 @@ docs/architecture.md lists both contracts and the order in which a connection ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..protocol.mechanism import Mechanism
     from ..routing.base import RoutingStrategy
     from .pipe import Pipe
-    from .queue import Message, MessageQueue
+    from .queue import Message, MessageQueue, Received
 
 
 class ConnectionHost(Protocol):
@@ -97,6 +97,11 @@ class ConnectionHost(Protocol):
     # -- traffic
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None: ...
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+        """A batch from a connection that decodes one-part messages bare (only when the
+        strategy's ``bare_single_part`` is set and no extension is installed)."""
+        ...
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None: ...
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -37,7 +37,7 @@ from ..routing import STRATEGIES, RoutingStrategy
 from . import inproc
 from .endpoints import Endpoints
 from .pipe import Pipe
-from .queue import Message, MessageQueue
+from .queue import Message, MessageQueue, Received
 
 if TYPE_CHECKING:
     from ..auth.authenticator import AuthHandler
@@ -540,6 +540,12 @@ class SocketCore:
             if not messages:
                 return
         self.strategy.incoming(pipe, messages)
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+        """A batch that may hold bare one-part messages (see ``queue.Received``): only from a
+        connection of a ``bare_single_part`` strategy with no extension installed (extension
+        hooks always see lists), so it goes straight to the strategy."""
+        self.strategy.incoming_received(pipe, messages)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
         """One message from ``pipe``'s peer (inproc, udp)."""

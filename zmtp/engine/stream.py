@@ -178,6 +178,10 @@ class StreamConnection:
         self.conn.batch_commands = socket.extension is not None
         if socket.extension is not None:
             self.conn.set_command_runs(socket.extension.command_runs())
+        #: One-part messages decoded as bare ``bytes`` (zmtp.engine.queue.Received): for the
+        #: socket types that opted in, and never under an extension, whose hooks take lists.
+        self._bare = socket.extension is None and socket.strategy.bare_single_part
+        self.conn.bare_single_part = self._bare
         self.handshaken = False
         self.end_reason = ""
         self.end_kind = "closed"
@@ -531,7 +535,10 @@ class StreamConnection:
             if type(event) is MessagesReceived:
                 assert self.pipe is not None
                 self._eager_ok = True  # the application's next send is likely an answer
-                socket.incoming(self.pipe, event.messages)
+                if self._bare:
+                    socket.incoming_received(self.pipe, event.messages)
+                else:  # a connection that is not bare decodes every message as a list
+                    socket.incoming(self.pipe, event.messages)  # type: ignore[arg-type]
             elif type(event) is CommandsReceived:
                 assert self.pipe is not None
                 socket.commands(self.pipe, event.commands)

@@ -46,6 +46,7 @@ from .frames import (
     MORE,
     Command,
     FrameDecoder,
+    Item,
     encode_command,
 )
 from .greeting import GREETING_SIZE, check_greeting_prefix, encode_greeting, parse_greeting
@@ -152,6 +153,18 @@ class Connection:
     def batch_commands(self, value: bool) -> None:
         self._batch_commands = value
         self._decoder.fast_commands = value
+
+    @property
+    def bare_single_part(self) -> bool:
+        """Deliver each one-part message in :class:`MessagesReceived` as its bare ``bytes``
+        instead of a one-element list (multipart messages stay lists). The engine sets it for
+        socket types that opted in when no extension is installed (extensions always get
+        lists); ``zmtp.engine.queue.Received`` says why. Off by default."""
+        return self._decoder.bare_single_part
+
+    @bare_single_part.setter
+    def bare_single_part(self, value: bool) -> None:
+        self._decoder.bare_single_part = value
 
     def set_command_runs(self, runs: Mapping[bytes, int]) -> None:
         """With :attr:`batch_commands`: consecutive commands named in ``runs`` (name -> their
@@ -279,7 +292,7 @@ class Connection:
                 return []
             if decoder.messages_only:
                 # Data only (the common read): no PING/PONG or command to pick out.
-                return [MessagesReceived(items)]  # type: ignore[arg-type]
+                return [MessagesReceived(items)]  # type: ignore[arg-type]  # no Command in it
             return self._dispatch(items, now)
         if state is State.CLOSED:
             return []
@@ -432,16 +445,15 @@ class Connection:
         )
         events.append(self.peer)
 
-    def _dispatch(self, items: list[list[bytes] | Command], now: float) -> list[Event]:
+    def _dispatch(self, items: list[Item], now: float) -> list[Event]:
         """Turn decoded items into events; PING/PONG are handled here and never surface."""
         events: list[Event] = []
-        batch: list[list[bytes]] = []
+        batch: list[bytes | list[bytes]] = []
         run: list[Command] | None = None  # the commands of the current CommandsReceived
         for item in items:
-            if type(item) is list:
+            if not isinstance(item, Command):  # a message: parts, or bare (bare_single_part)
                 batch.append(item)
                 continue
-            assert isinstance(item, Command)
             name = item.name
             if name == commands.PING:
                 try:

@@ -29,9 +29,10 @@ class HandshakeComplete:
 
 @dataclass(slots=True)
 class MessagesReceived:
-    """One or more complete messages, each a list of frames, in arrival order."""
+    """One or more complete messages, each a list of frames, in arrival order. With
+    ``Connection.bare_single_part`` a one-part message may be its bare ``bytes`` instead."""
 
-    messages: list[list[bytes]]
+    messages: list[bytes | list[bytes]]
 
 
 @dataclass(slots=True)

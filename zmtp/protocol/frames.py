@@ -311,8 +311,73 @@ def parse_command(body: bytes) -> Command:
 #: frames it leaves over (a large body that arrives over several reads).
 FrameTransform = Callable[[int, bytes], "tuple[int, bytes]"]
 
-#: What :meth:`FrameDecoder.feed` returns: complete messages and commands, in wire order.
-Item = list[bytes] | Command
+#: What :meth:`FrameDecoder.feed` returns: complete messages and commands, in wire order. A
+#: message is its list of parts, or, from a decoder with ``bare_single_part`` set, a one-part
+#: message may be its only part as a bare ``bytes`` (``zmtp.engine.queue.Received``).
+Item = bytes | list[bytes] | Command
+
+#: The fewest frames worth splitting as a run (:func:`_split_run`): below this the strided
+#: header checks cost more than the per-frame loop they replace.
+_RUN_MIN = 4
+#: The most frames one :func:`_split_run` looks at (bounds a failed check's cost) and the
+#: largest chunk one ``Struct`` unpacks (bounds each cached ``Struct``'s size).
+_RUN_MAX = 1024
+_RUN_CHUNK = 256
+_run_structs: dict[tuple[int, int, int], Struct] = {}
+
+
+def _run_struct(head: int, size: int, count: int) -> Struct:
+    """``count`` frames of a ``head``-byte header and a ``size``-byte body, bodies out."""
+    key = (head, size, count)
+    unpacker = _run_structs.get(key)
+    if unpacker is None:
+        if len(_run_structs) >= 256:
+            _run_structs.clear()  # many sizes: a small cache beats an unbounded one
+        unpacker = _run_structs[key] = Struct(f"{head}x{size}s" * count)
+    return unpacker
+
+
+def _split_run(buf: bytes, pos: int, head: int, size: int, bare: bool, out: list[Item]) -> int:
+    """Split the run of complete one-part data frames at ``pos`` that share the header of the
+    one there (``head`` bytes: flags 0 or LONG, and ``size``); returns the position after it,
+    or ``pos`` itself when fewer than :data:`_RUN_MIN` frames share it (nothing appended).
+
+    Why: a PUSH peer's read is usually hundreds of equal frames, and the decoder's per-frame
+    loop costs a dozen bytecodes each. Here the headers are checked with one strided slice per
+    header byte (``count``; ``lstrip`` finds where the run ends if it ends early) and the
+    bodies come out of ``Struct.unpack_from`` in chunks, all in C. Each body is appended bare
+    (``bare``) or as a one-element list, exactly as the per-frame loop would
+    (tests/test_engine_bare_messages.py checks the two against each other). Only frames
+    already checked by the caller reach here:
+    flags 0 or LONG (no MORE, no COMMAND, no reserved bit) and a size within the limit.
+    """
+    stride = head + size
+    count = min((len(buf) - pos) // stride, _RUN_MAX)
+    if count < _RUN_MIN:
+        return pos
+    stop = pos + count * stride
+    for i in range(head):
+        column = buf[pos + i : stop : stride]
+        byte = buf[pos + i]
+        if column.count(byte) == count:
+            continue  # the common case, checked by count (lstrip costs a memchr per byte)
+        rest = len(column.lstrip(buf[pos + i : pos + i + 1]))
+        if rest:
+            count -= rest
+            if count < _RUN_MIN:
+                return pos
+            stop = pos + count * stride
+    extend = out.extend
+    while count:
+        chunk = min(_RUN_CHUNK, 1 << (count.bit_length() - 1))
+        bodies = _run_struct(head, size, chunk).unpack_from(buf, pos)
+        if bare:
+            extend(bodies)
+        else:
+            extend([body] for body in bodies)
+        pos += chunk * stride
+        count -= chunk
+    return pos
 
 
 class BatchTransform(Protocol):
@@ -385,6 +450,7 @@ class FrameDecoder:
         "_tail_size",
         "_transform",
         "_want",
+        "bare_single_part",
         "error",
         "fast_commands",
         "messages_only",
@@ -410,6 +476,10 @@ class FrameDecoder:
         self._chunks_flags = 0
         self._transform: FrameTransform | None = None
         self._batch: BatchDecode | None = None
+        #: Hand a one-part message out as its bare ``bytes`` instead of a one-element list
+        #: (set by Connection.bare_single_part for socket types that opted in, see
+        #: ``zmtp.engine.queue.Received``); multipart messages stay lists.
+        self.bare_single_part = False
         #: Split short command frames on a fast path too (set by Connection.batch_commands).
         self.fast_commands = False
         #: On that fast path, the frame headers (flags, size, name length, name) of the
@@ -573,17 +643,34 @@ class FrameDecoder:
         # socket with an extension: QoS receives a command per message it sent).
         fast_commands = fast and self.fast_commands
         runs = self._runs if fast_commands else None
+        bare = self.bare_single_part
+        # Runs of equal frames are split in C (_split_run) until one attempt finds none: then
+        # this read is of mixed sizes, and the per-frame loops take it without more attempts.
+        try_runs = transform is None
         while True:
             if fast and not parts:
                 # The run of short single-part data frames (flags 0) that makes up most reads,
                 # in a loop of its own: nothing else is checked per frame.
                 limit = end - 1
-                while pos < limit and not buf[pos]:
-                    stop = pos + 2 + buf[pos + 1]
-                    if stop > end:
-                        break
-                    append([buf[pos + 2 : stop]])
-                    pos = stop
+                while try_runs and pos < limit and not buf[pos]:
+                    after = _split_run(buf, pos, 2, buf[pos + 1], bare, out)
+                    if after == pos:
+                        try_runs = False
+                    pos = after
+                if bare:
+                    while pos < limit and not buf[pos]:
+                        stop = pos + 2 + buf[pos + 1]
+                        if stop > end:
+                            break
+                        append(buf[pos + 2 : stop])
+                        pos = stop
+                else:
+                    while pos < limit and not buf[pos]:
+                        stop = pos + 2 + buf[pos + 1]
+                        if stop > end:
+                            break
+                        append([buf[pos + 2 : stop]])
+                        pos = stop
                 if pos < limit and buf[pos] == MORE:
                     # A message of short data frames (REQ/REP's envelope and body): taken
                     # whole here if it is complete in ``buf``; anything else (a long or
@@ -616,6 +703,13 @@ class FrameDecoder:
                     break
                 size = _unpack_u64_from(buf, pos + 1)[0]
                 start = pos + 9
+                if try_runs and flags == LONG and not parts and size <= maxsize:
+                    # A run of equal long one-part frames (1 KiB messages): split in C.
+                    after = _split_run(buf, pos, 9, size, bare, out)
+                    if after != pos:
+                        pos = after
+                        continue
+                    try_runs = False
             else:
                 size = buf[pos + 1]
                 start = pos + 2
@@ -674,6 +768,8 @@ class FrameDecoder:
                 parts.append(body)
                 append(parts)
                 parts = []
+            elif bare:
+                append(body)
             else:
                 append([body])
         self._parts = parts
@@ -721,6 +817,8 @@ class FrameDecoder:
             out.append(parse_command(body))  # may sit between two frames of a message
         elif flags & MORE:
             self._parts.append(body)
+        elif self.bare_single_part and not self._parts:
+            out.append(body)
         else:
             self._parts.append(body)
             out.append(self._parts)

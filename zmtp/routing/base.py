@@ -9,11 +9,11 @@ report "would block", and the socket does the waiting (timeouts, cancellation).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message
+from ..engine.queue import Message, Received
 from ..errors import UnsupportedOperation
 
 if TYPE_CHECKING:
@@ -72,6 +72,12 @@ class RoutingStrategy:
     #: Whether :meth:`check_send` must run before each send (skipped on the fast path when
     #: False). Types with send rules (REQ alternation, draft single-part) set it True.
     send_check: ClassVar[bool] = False
+    #: A tcp/ipc connection may queue a one-part message as its bare ``bytes`` (see
+    #: ``zmtp.engine.queue.Received``) and hand its batches to :meth:`incoming_received`
+    #: (never when an extension is installed). For types whose receive side only queues
+    #: what arrives and whose messages are usually one frame (PULL, SUB); ``try_recv`` then
+    #: returns ``Received`` and the socket's receive API turns it back.
+    bare_single_part: ClassVar[bool] = False
 
     def __init__(self, socket: RoutingHost) -> None:
         self.socket = socket
@@ -118,6 +124,11 @@ class RoutingStrategy:
         """A batch of messages from a stream connection."""
         pipe.inbox.put_many(messages)
 
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+        """A batch from a stream connection that may hold bare one-part messages (only for a
+        type with :attr:`bare_single_part`; override it with :meth:`incoming`)."""
+        pipe.inbox.put_received(messages)
+
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
         """One message from an inproc peer."""
         pipe.inbox.put(message)
@@ -141,8 +152,9 @@ class RoutingStrategy:
         if not self.can_recv:
             raise UnsupportedOperation(f"{self.socket_type} sockets cannot receive")
 
-    def try_recv(self) -> Message | None:
-        """The next message for the application, or None if none is waiting."""
+    def try_recv(self) -> Received | None:
+        """The next message for the application, or None if none is waiting (a bare
+        ``bytes`` only from a :attr:`bare_single_part` type)."""
         raise UnsupportedOperation(f"{self.socket_type} sockets cannot receive")
 
     def recv_timed_out(self) -> None:
@@ -176,7 +188,7 @@ class FairQueue:
             ready.rotate(-1)
         return pipe, message
 
-    def fq_recv(self) -> Message | None:
+    def fq_recv(self) -> Received | None:
         ready = self._ready
         if not ready:
             return None

@@ -26,6 +26,7 @@ class Client(SinglePart, FairQueue, LoadBalancer, RoutingStrategy):
     """Round-robin to SERVERs, fair-queue from them; blocks when every peer is full."""
 
     socket_type = "CLIENT"
+    bare_single_part = True  # SinglePart.incoming_received keeps the bare messages
     send_check = True
 
     def __init__(self, socket: RoutingHost) -> None:

@@ -16,10 +16,11 @@ peer of a ``connect()`` itself (``ZMQ_CONNECT_ROUTING_ID``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message
+from ..engine.queue import Message, Received
 from ..errors import HostUnreachable
 from ..options import NOTIFY_CONNECT, NOTIFY_DISCONNECT
 from ..protocol.errors import InvalidArgument, WrongType
@@ -42,6 +43,7 @@ class Dealer(FairQueue, LoadBalancer, ProbeRouter, RoutingStrategy):
     """Round-robin out, fair-queue in, no envelope. Blocks only when every peer is full."""
 
     socket_type = "DEALER"
+    bare_single_part = True  # nothing but queueing on receive: see RoutingStrategy
 
     def __new__(cls, socket: RoutingHost) -> Dealer:
         # ZMQ_CONFLATE picks a subclass rather than a flag tested per message: the plain
@@ -68,6 +70,10 @@ class ConflatingDealer(ConflateSend, Dealer):
     try_send = ConflateSend.lb_send_conflate
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        if messages:
+            conflate_put(pipe.inbox, messages[-1])
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
         if messages:
             conflate_put(pipe.inbox, messages[-1])
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message, MessageQueue
+from ..engine.queue import Message, MessageQueue, Received
 from ..errors import UnsupportedOperation
 from ..protocol.errors import InvalidArgument
 from .base import LoadBalancer
@@ -85,18 +85,13 @@ class FanOut:
         return True
 
 
-def conflate_put(queue: MessageQueue, message: Message) -> None:
+def conflate_put(queue: MessageQueue, message: Received) -> None:
     """``ZMQ_CONFLATE``: keep only the newest message in ``queue``.
 
     Replacing in place when the queue already holds one keeps the edge-triggered wake-ups
     right: the consumer was told about "non-empty" once, and it still is.
     """
-    items = queue.items
-    if items:
-        items.clear()
-        items.append(message)
-    else:
-        queue.put(message)
+    queue.put_only(message)
 
 
 def is_inproc(pipe: Pipe) -> bool:
@@ -141,7 +136,7 @@ def send_first(pipe: Pipe, message: Message) -> None:
         put_first(pipe.outbox, message)
 
 
-def purge_queued(ready: deque[Pipe], keep: Callable[[Message], bool]) -> None:
+def purge_queued(ready: deque[Pipe], keep: Callable[[Received], bool]) -> None:
     """Drop messages ``keep`` rejects from the inboxes of a :class:`FairQueue`'s ready pipes.
 
     For SUB/DISH after an unsubscribe/leave: libzmq filters when the application reads, so a
@@ -264,6 +259,10 @@ class SinglePart:
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
         pipe.inbox.put_many(self.single_parts(messages))
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+        """As :meth:`incoming`, for a batch that may hold bare one-part messages."""
+        pipe.inbox.put_received([m for m in messages if isinstance(m, bytes) or len(m) == 1])
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
         if len(message) == 1:

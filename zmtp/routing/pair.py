@@ -16,6 +16,7 @@ class Pair(FairQueue, RoutingStrategy):
     """Like libzmq, a second peer is refused while the first pipe exists."""
 
     socket_type = "PAIR"
+    bare_single_part = True  # nothing but queueing on receive: see RoutingStrategy
 
     def __init__(self, socket: RoutingHost) -> None:
         RoutingStrategy.__init__(self, socket)

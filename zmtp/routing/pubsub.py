@@ -14,10 +14,11 @@ as in libzmq, where ``pub_t``/``sub_t`` derive from ``xpub_t``/``xsub_t``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message
+from ..engine.queue import Message, Received
 from ..errors import UnsupportedOperation
 from .base import RoutingStrategy
 from .mixins import conflate_put, purge_queued
@@ -39,7 +40,8 @@ class Pub(XPub):
         self._verbose_subs = self._verbose_unsubs = self._manual = False
         self._send_last_pipe = False  # (libzmq accepts the option on PUB; it has no effect)
 
-    try_recv = RoutingStrategy.try_recv  # raises UnsupportedOperation
+    # Raises UnsupportedOperation (typed wider than XPub's: it never returns at all).
+    try_recv = RoutingStrategy.try_recv  # type: ignore[assignment]
 
     def subscribe(self, topic: bytes) -> None:
         raise UnsupportedOperation("PUB sockets take their subscriptions from SUB peers")
@@ -57,17 +59,25 @@ class Sub(XSub):
 
     socket_type = "SUB"
     can_send = False
+    #: One-part messages queued bare (see RoutingStrategy): the filter below takes a
+    #: message's topic from the bytes itself, or from the first part of a list.
+    bare_single_part = True
 
     def __init__(self, socket: RoutingHost) -> None:
         super().__init__(socket)
         self._invert = socket.options.invert_matching
 
-    def _keep(self, message: Message) -> bool:
-        return self._topics.matches(message[0]) is not self._invert
+    def _keep(self, message: Received) -> bool:
+        topic = message if isinstance(message, bytes) else message[0]
+        return self._topics.matches(topic) is not self._invert
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        self.incoming_received(pipe, messages)
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
         # With up to PREFIXES_MAX topics the filter is ``startswith`` on the tuple of them
-        # (TopicTrie.prefixes: the same answer as the trie's walk, in one C call).
+        # (TopicTrie.prefixes: the same answer as the trie's walk, in one C call). A message
+        # is bare (its topic is itself) or a list (the topic is its first part).
         topics = self._topics
         if self._invert:
             if topics.matches_everything:
@@ -75,7 +85,11 @@ class Sub(XSub):
             if len(topics):
                 prefixes = topics.prefixes
                 if prefixes is not None:
-                    messages = [m for m in messages if not m[0].startswith(prefixes)]
+                    messages = [
+                        m
+                        for m in messages
+                        if not (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
+                    ]
                 else:
                     keep = self._keep
                     messages = [m for m in messages if keep(m)]
@@ -84,16 +98,20 @@ class Sub(XSub):
         elif not topics.matches_everything:
             prefixes = topics.prefixes
             if prefixes is not None:
-                messages = [m for m in messages if m[0].startswith(prefixes)]
+                messages = [
+                    m
+                    for m in messages
+                    if (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
+                ]
             else:
                 matches = topics.matches
-                messages = [m for m in messages if matches(m[0])]
+                messages = [m for m in messages if matches(m if isinstance(m, bytes) else m[0])]
             if not messages:
                 return
         if self._conflate:
             conflate_put(pipe.inbox, messages[-1])
         else:
-            pipe.inbox.put_many(messages)
+            pipe.inbox.put_received(messages)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:
         if self._topics.matches(message[0]) is self._invert:

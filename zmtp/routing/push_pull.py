@@ -6,10 +6,11 @@ queued for each PULL (tcp/ipc), and what a PULL has received from each PUSH.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message
+from ..engine.queue import Message, Received
 from .base import FairQueue, LoadBalancer, RoutingStrategy, SendOnly
 from .mixins import ConflateSend, conflate_put
 
@@ -48,6 +49,7 @@ class Pull(FairQueue, RoutingStrategy):
 
     socket_type = "PULL"
     can_send = False
+    bare_single_part = True  # nothing but queueing on receive: see RoutingStrategy
 
     def __new__(cls, socket: RoutingHost) -> Pull:
         # As Push: the plain PULL keeps the default ``incoming_one``, which lets inproc peers
@@ -67,6 +69,10 @@ class ConflatingPull(Pull):
     """PULL with ``conflate``: only the newest message received from each peer is kept."""
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
+        if messages:
+            conflate_put(pipe.inbox, messages[-1])
+
+    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
         if messages:
             conflate_put(pipe.inbox, messages[-1])
 

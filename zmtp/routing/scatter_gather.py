@@ -33,6 +33,7 @@ class Gather(SinglePart, FairQueue, RoutingStrategy):
     """Fair-queue in from every SCATTER."""
 
     socket_type = "GATHER"
+    bare_single_part = True  # SinglePart.incoming_received keeps the bare messages
     can_send = False
 
     def __init__(self, socket: RoutingHost) -> None:
