@@ -93,3 +93,27 @@ class DedupStore:
     def size(self, anchor: bytes) -> int:
         entries = self._sets.get(anchor)
         return len(entries) if entries is not None else 0
+
+    def known(self, anchor: bytes) -> OrderedDict[bytes, float] | frozenset[bytes]:
+        """The digests remembered for ``anchor``, for a read's worth of ``in`` tests without a
+        call each (the level-3 receiver). A live view: valid until the store next changes."""
+        entries = self._sets.get(anchor)
+        return entries if entries is not None else _NONE
+
+    def add_all(self, anchor: bytes, digests: list[bytes], now: float) -> None:
+        """:meth:`add` for a batch (a flush of level-3 COMPs): each remembered (refreshed if
+        present) in order, then the oldest evicted over capacity."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            entries = self._sets[anchor] = OrderedDict()
+        move = entries.move_to_end
+        for digest in digests:
+            if digest in entries:
+                move(digest)  # refreshed: now the newest
+            entries[digest] = now
+        while len(entries) > self.capacity:
+            entries.popitem(last=False)
+
+
+#: What :meth:`DedupStore.known` gives for an anchor with nothing remembered.
+_NONE: frozenset[bytes] = frozenset()
