@@ -307,8 +307,6 @@ class Socket:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.runtime is not None:
-            self.runtime.flush_verdicts()  # also with linger 0: handed over before the teardown
         try:
             await self.raw.__aexit__(exc_type, exc, tb)  # linger runs here, timers alive
         finally:
