@@ -191,12 +191,14 @@ class QoSRuntime(SocketExtension):
         self.orphans: deque[Entry] = deque()
         self.dedup = DedupStore(max(recv_hwm, 1) if recv_hwm > 0 else 1 << 30, config.dedup_ttl)
         #: Level 3 receiver: per anchor, the digests handed to the application and awaiting
-        #: their verdict (or whose COMP is queued, below) -> the connection of the copy
-        #: delivered, or the list of every copy's connection once another copy arrived (a
-        #: replay or a byte-identical message): each copy is answered by that one verdict,
-        #: on its own connection, instead of being delivered again. Keyed per anchor so a
-        #: read looks its table up once, and a copy costs no list until there is a second.
-        self.processing: dict[bytes, dict[bytes, Pipe | list[Pipe]]] = {}
+        #: their verdict (or whose COMP is queued, below) -> the connection it came from.
+        #: Keyed per anchor: a read looks its table up once and tests its digests in bulk.
+        self.processing: dict[bytes, dict[bytes, Pipe]] = {}
+        #: Level 3 receiver: (anchor, digest) of a message awaiting its verdict -> the
+        #: connection of every other copy received since (a replay or a byte-identical
+        #: message): each copy is answered by that one verdict, on its own connection,
+        #: instead of being delivered again. Rare, hence apart (empty: nothing to look up).
+        self.copies: dict[tuple[bytes, bytes], list[Pipe]] = {}
         #: Level 3 receiver: COMPs decided and not yet written, per connection, in verdict
         #: order (:meth:`complete`): written in one batch per connection by
         #: :meth:`flush_verdicts`, which the socket's flusher task runs once woken by
@@ -836,25 +838,15 @@ class QoSRuntime(SocketExtension):
         table = self.processing.get(anchor)
         if table is None:
             table = self.processing[anchor] = {}
-        fresh: list[Message] = []
-        digests: list[bytes] = []
-        confirmed: list[bytes] | None = None  # duplicates of what was completed
-        for message in messages:
-            digest = digester(message)
-            if digest in known:
-                if confirmed is None:
-                    confirmed = []
-                confirmed.append(digest)
-                continue
-            first = table.get(digest)
-            if first is None:
-                table[digest] = pipe  # a byte-identical message later in this read is a copy
-                fresh.append(message)
-                digests.append(digest)
-            elif isinstance(first, list):
-                first.append(pipe)
-            else:
-                table[digest] = [first, pipe]
+        digests = [digester(message) for message in messages]
+        new = dict.fromkeys(digests, pipe)
+        if len(new) == len(digests) and known.isdisjoint(new) and table.keys().isdisjoint(new):
+            # The usual read: all new, none a copy of another (tested and recorded in C).
+            table.update(new)
+            fresh = messages
+            confirmed: list[bytes] | None = None
+        else:
+            fresh, digests, confirmed = self._sort_copies(pipe, anchor, messages, digests)
         if confirmed is not None:
             self.flush_verdicts()  # verdicts in the order given, per connection
             prefix = state.comp_prefix
@@ -863,10 +855,35 @@ class QoSRuntime(SocketExtension):
             assert self.deliver_handles is not None
             taken = self.deliver_handles(pipe, fresh, digests)
             if taken < len(digests):
+                self.flush_verdicts()  # after the COMPs given before (the table keeps these)
                 text = b"receiver queue full"
                 for digest in digests[taken:]:
                     self._answer_nack(anchor, pipe, digest, 0x84, text)
         return []
+
+    def _sort_copies(
+        self, pipe: Pipe, anchor: bytes, messages: list[Message], digests: list[bytes]
+    ) -> tuple[list[Message], list[bytes], list[bytes] | None]:
+        """A read with known digests in it, one by one: those already confirmed (to answer
+        COMP), copies of a message awaiting its verdict (recorded in :attr:`copies`), and
+        the new messages with their digests (recorded as awaiting their verdict)."""
+        known = self.dedup.known(anchor)
+        table = self.processing[anchor]
+        fresh: list[Message] = []
+        fresh_digests: list[bytes] = []
+        confirmed: list[bytes] | None = None  # duplicates of what was completed
+        for message, digest in zip(messages, digests, strict=True):
+            if digest in known:
+                if confirmed is None:
+                    confirmed = []
+                confirmed.append(digest)
+            elif digest in table:
+                self.copies.setdefault((anchor, digest), []).append(pipe)
+            else:
+                table[digest] = pipe  # a byte-identical message later in this read is a copy
+                fresh.append(message)
+                fresh_digests.append(digest)
+        return fresh, fresh_digests, confirmed
 
     def complete(self, pipe: Pipe, digest: bytes) -> None:
         """Level 3: the application completed the message ``digest`` from ``pipe``: its COMP
@@ -905,29 +922,29 @@ class QoSRuntime(SocketExtension):
             if state is None:
                 continue
             anchor = state.anchor
-            frames: list[bytes] = []
-            copies: list[tuple[Pipe, bytes]] | None = None
             prefix = state.comp_prefix
-            table = self.processing.get(anchor) if anchor is not None else None
-            for digest in digests:
-                frames.append(prefix + digest)
-                if table is None:
-                    continue
-                first = table.pop(digest, None)
-                if isinstance(first, list):
-                    if copies is None:
-                        copies = []
-                    copies.extend((target, digest) for target in first[1:])
-            if anchor is not None:
-                self.dedup.add_all(anchor, digests, now)
-                if table is not None and not table:
+            self._send_frames(pipe, [prefix + digest for digest in digests])
+            if anchor is None:
+                continue
+            table = self.processing.get(anchor)
+            if table is not None:
+                pop = table.pop
+                for digest in digests:
+                    pop(digest, None)
+                if not table:
                     del self.processing[anchor]
-            self._send_frames(pipe, frames)
-            if copies is not None:
-                for target, digest in copies:  # one answer per copy, where it came from
-                    target_state: PeerState | None = target.extension_state
-                    if target_state is not None:
-                        self._send_frames(target, [target_state.comp_prefix + digest])
+            self.dedup.add_all(anchor, digests, now)
+            if self.copies:
+                self._answer_copies(anchor, digests)
+
+    def _answer_copies(self, anchor: bytes, digests: list[bytes]) -> None:
+        """COMP on the connection of every other copy of the ``digests`` just completed."""
+        copies = self.copies
+        for digest in digests:
+            for target in copies.pop((anchor, digest), ()):
+                target_state: PeerState | None = target.extension_state
+                if target_state is not None:
+                    self._send_frames(target, [target_state.comp_prefix + digest])
 
     def verdict(self, pipe: Pipe, digest: bytes, code: int | None, text: bytes) -> None:
         """Level 3: the application's verdict on a delivered message (None = success,
@@ -950,10 +967,12 @@ class QoSRuntime(SocketExtension):
     ) -> None:
         """NACK the message ``digest`` awaiting its verdict, on every copy's connection."""
         table = self.processing.get(anchor)
-        first = table.pop(digest, pipe) if table is not None else pipe
-        if table is not None and not table:
-            del self.processing[anchor]
-        for target in first if isinstance(first, list) else [first]:
+        if table is not None:
+            table.pop(digest, None)
+            if not table:
+                del self.processing[anchor]
+        self._send_nack(pipe, digest, code, text)
+        for target in self.copies.pop((anchor, digest), ()):
             self._send_nack(target, digest, code, text)
 
     def _send_nack(self, pipe: Pipe, digest: bytes, code: int, text: bytes) -> None:
