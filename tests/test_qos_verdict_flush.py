@@ -193,3 +193,36 @@ async def test_end_to_end_every_receipt_is_delivered() -> None:
             outcomes = [await r for r in receipts]  # type: ignore[misc]
             assert all(isinstance(o, zmtp_qos.Delivered) for o in outcomes)
             assert pull.stats().awaiting_verdict == 0
+
+
+@pytest.mark.parametrize("reject", [False, True])
+async def test_a_copy_awaiting_the_verdict_is_answered_on_its_own_connection(
+    reject: bool,
+) -> None:
+    """The sender reconnects (same anchor) and replays a message whose verdict is pending:
+    the copy is not delivered again, and the one verdict answers it on the new connection."""
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            events = pull.monitor()
+            first, (handle,) = await _setup(pull, [b"job"])
+            await first.aclose()
+            await events.wait_for(zmtp.Disconnected)
+            second = await _raw_peer(_port(pull.raw.last_endpoint), b"PUSH", SENDER, 3)
+            async with second:
+                await second.send(_data([b"job", b"other"]))
+                (other,) = await _handles(pull, 1)
+                assert other.parts == [b"other"]  # the copy of b"job" was not delivered
+                if reject:
+                    handle.reject(0x84, "again")
+                else:
+                    handle.complete()
+                other.complete()
+                buf = bytearray()
+                await _read_until(second, buf, 1 + 2)
+                name = b"NACK" if reject else b"COMP"
+                assert _verdicts(bytes(buf)) == [
+                    (name, _digest(b"job")),
+                    (b"COMP", _digest(b"other")),
+                ]
+                assert pull.runtime is not None and not pull.runtime.copies
+                assert pull.stats().awaiting_verdict == 0
