@@ -488,7 +488,7 @@ class Socket:
             handle._pipe = pipe
             handle._digest = digest
             append(handle)
-            if timeout is not None:
+            if timeout is not None:  # it arms its own deadline, as _PipeHandle() does
                 assert schedule is not None  # a socket's runtime always has its timer
                 schedule(timeout, handle._expire)
         wakeup = self._handles_wakeup
