@@ -923,16 +923,22 @@ class QoSRuntime(SocketExtension):
                 continue
             anchor = state.anchor
             prefix = state.comp_prefix
-            self._send_frames(pipe, [prefix + digest for digest in digests])
+            if pipe.stream is not None:  # tcp/ipc: the frames as one buffer, joined in C
+                self._send_frames(pipe, [prefix + prefix.join(digests)])
+            else:  # inproc parses frame by frame
+                self._send_frames(pipe, [prefix + digest for digest in digests])
             if anchor is None:
                 continue
             table = self.processing.get(anchor)
             if table is not None:
-                pop = table.pop
-                for digest in digests:
-                    pop(digest, None)
-                if not table:
-                    del self.processing[anchor]
+                if len(table) == len(digests) and table.keys() == set(digests):
+                    del self.processing[anchor]  # the usual flush: nothing else awaits
+                else:
+                    pop = table.pop
+                    for digest in digests:
+                        pop(digest, None)
+                    if not table:
+                        del self.processing[anchor]
             self.dedup.add_all(anchor, digests, now)
             if self.copies:
                 self._answer_copies(anchor, digests)
