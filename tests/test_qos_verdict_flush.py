@@ -180,19 +180,29 @@ async def test_a_copy_of_a_completed_message_is_answered_not_delivered() -> None
                 assert pull.pending_handles == 0
 
 
-async def test_end_to_end_every_receipt_is_delivered() -> None:
+@pytest.mark.parametrize("transport", ["tcp", "inproc"])
+async def test_end_to_end_every_receipt_is_delivered(transport: str) -> None:
+    where = "tcp://127.0.0.1:*" if transport == "tcp" else "inproc://qos-verdict-flush"
     with anyio.fail_after(30):
         async with (
             zmtp_qos.Socket(zmtp.PULL, qos=3) as pull,
             zmtp_qos.Socket(zmtp.PUSH, qos=3) as push,
         ):
-            await push.connect(await pull.bind("tcp://127.0.0.1:*"))
+            await push.connect(await pull.bind(where))
             receipts = [await push.send(b"e%d" % i) for i in range(500)]
             for _ in range(500):
                 (await pull.recv_handle()).complete()
             outcomes = [await r for r in receipts]  # type: ignore[misc]
             assert all(isinstance(o, zmtp_qos.Delivered) for o in outcomes)
             assert pull.stats().awaiting_verdict == 0
+            # The same bytes again, once the first is settled: a new message, delivered.
+            # (Regression: over inproc the sender's CLR came back inside the COMP's send,
+            # before the flush had remembered the digest, which then stayed and answered
+            # the next copy as a duplicate.)
+            for _ in range(3):
+                receipt = await push.send(b"again")
+                (await pull.recv_handle()).complete()
+                assert isinstance(await receipt, zmtp_qos.Delivered)  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("reject", [False, True])

@@ -922,25 +922,26 @@ class QoSRuntime(SocketExtension):
             if state is None:
                 continue
             anchor = state.anchor
+            if anchor is not None:
+                # Remembered before the COMPs go: over inproc the sender's CLR for one comes
+                # back inside the send, and must find the digest to forget.
+                table = self.processing.get(anchor)
+                if table is not None:
+                    if len(table) == len(digests) and table.keys() == set(digests):
+                        del self.processing[anchor]  # the usual flush: nothing else awaits
+                    else:
+                        pop = table.pop
+                        for digest in digests:
+                            pop(digest, None)
+                        if not table:
+                            del self.processing[anchor]
+                self.dedup.add_all(anchor, digests, now)
             prefix = state.comp_prefix
             if pipe.stream is not None:  # tcp/ipc: the frames as one buffer, joined in C
                 self._send_frames(pipe, [prefix + prefix.join(digests)])
             else:  # inproc parses frame by frame
                 self._send_frames(pipe, [prefix + digest for digest in digests])
-            if anchor is None:
-                continue
-            table = self.processing.get(anchor)
-            if table is not None:
-                if len(table) == len(digests) and table.keys() == set(digests):
-                    del self.processing[anchor]  # the usual flush: nothing else awaits
-                else:
-                    pop = table.pop
-                    for digest in digests:
-                        pop(digest, None)
-                    if not table:
-                        del self.processing[anchor]
-            self.dedup.add_all(anchor, digests, now)
-            if self.copies:
+            if anchor is not None and self.copies:
                 self._answer_copies(anchor, digests)
 
     def _answer_copies(self, anchor: bytes, digests: list[bytes]) -> None:
