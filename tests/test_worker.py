@@ -143,9 +143,17 @@ async def test_prefetch_never_exceeded() -> None:
                 sock = worker.socket
                 assert sock is not None
                 # Three taken (two running, one waiting for a handler); the fourth has arrived
-                # and is left in the socket.
-                await until(lambda: worker.stats.prefetched == 3 and sock.pending_handles >= 1)
-                assert worker.stats.received == 3 and worker.stats.in_flight == 2
+                # and is left in the socket. Waited for as a whole: the third job can be taken
+                # (prefetched 3) before the second handler task has started its job (a loaded
+                # machine can run this check in between and see in_flight 1).
+                await until(
+                    lambda: (
+                        worker.stats.prefetched == 3
+                        and sock.pending_handles >= 1
+                        and worker.stats.in_flight == 2
+                    )
+                )
+                assert worker.stats.received == 3
                 release.set()
                 outcomes = [await r for r in receipts]
                 worker.stop()

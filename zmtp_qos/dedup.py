@@ -11,6 +11,7 @@ Byte-identical messages are one entry: the digest is the message's identity on t
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import KeysView
 
 
 class DedupStore:
@@ -126,3 +127,30 @@ class DedupStore:
     def size(self, anchor: bytes) -> int:
         entries = self._sets.get(anchor)
         return len(entries) if entries is not None else 0
+
+    def known(self, anchor: bytes) -> KeysView[bytes]:
+        """The digests remembered for ``anchor``, for a read's worth of tests without a call
+        each (the level-3 receiver: ``isdisjoint`` in C, or ``in``). A live view."""
+        entries = self._sets.get(anchor)
+        return (entries if entries is not None else _NONE).keys()
+
+    def add_all(self, anchor: bytes, digests: list[bytes], now: float) -> None:
+        """:meth:`add` for a batch (a flush of level-3 COMPs): each remembered (refreshed if
+        present) in order, then the oldest evicted over capacity."""
+        entries = self._sets.get(anchor)
+        if entries is None:
+            entries = self._sets[anchor] = OrderedDict()
+        if entries.keys().isdisjoint(digests):
+            entries.update(dict.fromkeys(digests, now))  # the usual batch: all new, in C
+        else:
+            move = entries.move_to_end
+            for digest in digests:
+                if digest in entries:
+                    move(digest)  # refreshed: now the newest
+                entries[digest] = now
+        while len(entries) > self.capacity:
+            entries.popitem(last=False)
+
+
+#: What :meth:`DedupStore.known` views for an anchor with nothing remembered (never filled).
+_NONE: dict[bytes, float] = {}

@@ -201,7 +201,7 @@ class QoSRuntime(SocketExtension):
         identity: bytes,
         on_dead_letter: Callable[[DeadLetter, Receipt], None],
         wake_senders: Callable[[], None],
-        deliver_handle: Callable[[Pipe, Message, bytes], bool] | None = None,
+        deliver_handles: Callable[[Pipe, list[Message], list[bytes]], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         schedule: Callable[[float, Callable[[], None]], None] | None = None,
     ) -> None:
@@ -215,7 +215,10 @@ class QoSRuntime(SocketExtension):
         self.clock = clock
         self.on_dead_letter = on_dead_letter
         self.wake_senders = wake_senders
-        self.deliver_handle = deliver_handle
+        #: Level 3 receiver: hands a read's new messages (with their digests) to the
+        #: application as handles, in order, and says how many it took (the rest are
+        #: answered NACK 0x84: its queue is full). One call per read, not per message.
+        self.deliver_handles = deliver_handles
         self.tracker: PendingTracker[Entry] = PendingTracker()
         self.entries: dict[int, Entry] = {}  #: id(message list) -> entry, until settled
         self.anchors: dict[bytes, AnchorState] = {}
@@ -223,11 +226,23 @@ class QoSRuntime(SocketExtension):
         #: a pipe removed before it ever connected.
         self.orphans: deque[Entry] = deque()
         self.dedup = DedupStore(max(recv_hwm, 1) if recv_hwm > 0 else 1 << 30, config.dedup_ttl)
-        #: Level 3 receiver: (anchor, digest) handed to the application and awaiting its
-        #: verdict -> the connection of every copy received (the first, then a replay or a
-        #: byte-identical message): each copy is answered by that one verdict, on its own
-        #: connection, instead of being delivered again.
-        self.processing: dict[tuple[bytes, bytes], list[Pipe]] = {}
+        #: Level 3 receiver: per anchor, the digests handed to the application and awaiting
+        #: their verdict (or whose COMP is queued, below) -> the connection it came from.
+        #: Keyed per anchor: a read looks its table up once and tests its digests in bulk.
+        self.processing: dict[bytes, dict[bytes, Pipe]] = {}
+        #: Level 3 receiver: (anchor, digest) of a message awaiting its verdict -> the
+        #: connection of every other copy received since (a replay or a byte-identical
+        #: message): each copy is answered by that one verdict, on its own connection,
+        #: instead of being delivered again. Rare, hence apart (empty: nothing to look up).
+        self.copies: dict[tuple[bytes, bytes], list[Pipe]] = {}
+        #: Level 3 receiver: COMPs decided and not yet written, per connection, in verdict
+        #: order (:meth:`complete`): written in one batch per connection by
+        #: :meth:`flush_verdicts`, which the socket's flusher task runs once woken by
+        #: ``wake_flusher`` (called by the first verdict after a flush); None: no flusher
+        #: (written at once).
+        self.comps: dict[Pipe, list[bytes]] = {}
+        self.comps_queued = 0
+        self.wake_flusher: Callable[[], None] | None = None
         self.delivered = 0
         self.dead_lettered = 0
         #: Set by :meth:`close_out`: nothing is pending any more, and a message still queued
@@ -279,14 +294,17 @@ class QoSRuntime(SocketExtension):
         return dict(sorted(counts.items()))
 
     def stats(self) -> QoSStats:
-        """A snapshot of the counters (:class:`~zmtp_qos.stats.QoSStats`)."""
+        """A snapshot of the counters (:class:`~zmtp_qos.stats.QoSStats`); queued COMPs are
+        written first, so ``awaiting_verdict`` and ``dedup`` count a verdict as soon as it
+        is given."""
+        self.flush_verdicts()
         return QoSStats(
             level=self.level,
             in_flight=self.in_flight,
             pending=self.pending_per_peer(),
             retrying=self.retrying,
             dedup=len(self.dedup),
-            awaiting_verdict=len(self.processing),
+            awaiting_verdict=sum(len(table) for table in self.processing.values()),
             delivered=self.delivered,
             dead_lettered=self.dead_lettered,
         )
@@ -715,6 +733,7 @@ class QoSRuntime(SocketExtension):
         At the linger deadline (this wait cancelled) what is left is dead-lettered here, so
         its monitor events still go out before the socket's ``MonitorStopped``.
         """
+        self.flush_verdicts()  # a level-3 receiver's queued COMPs, then zmtp writes them
         if self.on_linger is not None:
             self.on_linger()
         try:
@@ -858,48 +877,171 @@ class QoSRuntime(SocketExtension):
                 return messages
             dropped = set(duplicates)
             return [m for i, m in enumerate(messages) if i not in dropped]
-        return [m for m in messages if self._receive_level3(pipe, state, m)]
+        return self._receive_level3(pipe, state, messages)
 
-    def _receive_level3(self, pipe: Pipe, state: PeerState, message: Message) -> bool:
-        digest = state.digester(message)
+    def _receive_level3(
+        self, pipe: Pipe, state: PeerState, messages: list[Message]
+    ) -> list[Message]:
+        """A read's level-3 messages in one loop: a digest already confirmed is answered COMP
+        at once, a copy of one awaiting its verdict joins it (answered by that verdict), and
+        the new ones go to the application in one :attr:`deliver_handles` call; those it
+        has no room for are answered NACK 0x84 (retryable). Nothing goes to the inbox."""
         anchor = state.anchor
         assert anchor is not None
-        if self.dedup.seen(anchor, digest):
-            self._send_frames(pipe, [state.comp_prefix + digest])
-            return False
-        key = (anchor, digest)
-        if key in self.processing:
-            self.processing[key].append(pipe)  # answered by the first copy's verdict
-            return False
-        assert self.deliver_handle is not None
-        if self.deliver_handle(pipe, message, digest):
-            self.processing[key] = [pipe]
+        digester = state.digester
+        known = self.dedup.known(anchor)
+        table = self.processing.get(anchor)
+        if table is None:
+            table = self.processing[anchor] = {}
+        digests = [digester(message) for message in messages]
+        new = dict.fromkeys(digests, pipe)
+        if len(new) == len(digests) and known.isdisjoint(new) and table.keys().isdisjoint(new):
+            # The usual read: all new, none a copy of another (tested and recorded in C).
+            table.update(new)
+            fresh = messages
+            confirmed: list[bytes] | None = None
         else:
-            text = b"receiver queue full"
-            ref = state.algorithm.encode("ascii") + digest
-            self._send_command(pipe, commands.NACK, ref + bytes((0x84, 0, len(text))) + text)
-        return False
+            fresh, digests, confirmed = self._sort_copies(pipe, anchor, messages, digests)
+        if confirmed is not None:
+            self.flush_verdicts()  # verdicts in the order given, per connection
+            prefix = state.comp_prefix
+            self._send_frames(pipe, [prefix + digest for digest in confirmed])
+        if digests:
+            assert self.deliver_handles is not None
+            taken = self.deliver_handles(pipe, fresh, digests)
+            if taken < len(digests):
+                self.flush_verdicts()  # after the COMPs given before (the table keeps these)
+                text = b"receiver queue full"
+                for digest in digests[taken:]:
+                    self._answer_nack(anchor, pipe, digest, 0x84, text)
+        return []
+
+    def _sort_copies(
+        self, pipe: Pipe, anchor: bytes, messages: list[Message], digests: list[bytes]
+    ) -> tuple[list[Message], list[bytes], list[bytes] | None]:
+        """A read with known digests in it, one by one: those already confirmed (to answer
+        COMP), copies of a message awaiting its verdict (recorded in :attr:`copies`), and
+        the new messages with their digests (recorded as awaiting their verdict)."""
+        known = self.dedup.known(anchor)
+        table = self.processing[anchor]
+        fresh: list[Message] = []
+        fresh_digests: list[bytes] = []
+        confirmed: list[bytes] | None = None  # duplicates of what was completed
+        for message, digest in zip(messages, digests, strict=True):
+            if digest in known:
+                if confirmed is None:
+                    confirmed = []
+                confirmed.append(digest)
+            elif digest in table:
+                self.copies.setdefault((anchor, digest), []).append(pipe)
+            else:
+                table[digest] = pipe  # a byte-identical message later in this read is a copy
+                fresh.append(message)
+                fresh_digests.append(digest)
+        return fresh, fresh_digests, confirmed
+
+    def complete(self, pipe: Pipe, digest: bytes) -> None:
+        """Level 3: the application completed the message ``digest`` from ``pipe``: its COMP
+        (and those of its copies) is queued, written with the others of its connection by
+        :meth:`flush_verdicts` (one frame batch per connection instead of one per message).
+        The first verdict after a flush wakes the socket's flusher; 256 queued are written
+        at once (a bound on what a verdict loop that never yields can hold back)."""
+        queue = self.comps.get(pipe)
+        if queue is None:
+            self.comps[pipe] = [digest]
+        else:
+            queue.append(digest)
+        self.comps_queued += 1
+        if self.comps_queued == 1:
+            wake = self.wake_flusher
+            if wake is not None:
+                wake()
+                return
+        elif self.comps_queued < 256:
+            return
+        self.flush_verdicts()
+
+    def flush_verdicts(self) -> None:
+        """Write every queued COMP (:meth:`complete`): per connection one frame batch, and the
+        digests remembered for de-duplication in one call per anchor. Synchronous, so a
+        cancellation never leaves half a batch; called by the socket's flusher, and before
+        anything that must see every verdict given so far (a NACK, a duplicate's answer,
+        ``stats``, ``unconfirmed``, ``wait_written``, linger and close)."""
+        if not self.comps_queued:
+            return
+        queued, self.comps = self.comps, {}
+        self.comps_queued = 0
+        now = self.clock()
+        for pipe, digests in queued.items():
+            state: PeerState | None = pipe.extension_state
+            if state is None:
+                continue
+            anchor = state.anchor
+            if anchor is not None:
+                # Remembered before the COMPs go: over inproc the sender's CLR for one comes
+                # back inside the send, and must find the digest to forget.
+                table = self.processing.get(anchor)
+                if table is not None:
+                    if len(table) == len(digests) and table.keys() == set(digests):
+                        del self.processing[anchor]  # the usual flush: nothing else awaits
+                    else:
+                        pop = table.pop
+                        for digest in digests:
+                            pop(digest, None)
+                        if not table:
+                            del self.processing[anchor]
+                self.dedup.add_all(anchor, digests, now)
+            prefix = state.comp_prefix
+            if pipe.stream is not None:  # tcp/ipc: the frames as one buffer, joined in C
+                self._send_frames(pipe, [prefix + prefix.join(digests)])
+            else:  # inproc parses frame by frame
+                self._send_frames(pipe, [prefix + digest for digest in digests])
+            if anchor is not None and self.copies:
+                self._answer_copies(anchor, digests)
+
+    def _answer_copies(self, anchor: bytes, digests: list[bytes]) -> None:
+        """COMP on the connection of every other copy of the ``digests`` just completed."""
+        copies = self.copies
+        for digest in digests:
+            for target in copies.pop((anchor, digest), ()):
+                target_state: PeerState | None = target.extension_state
+                if target_state is not None:
+                    self._send_frames(target, [target_state.comp_prefix + digest])
 
     def verdict(self, pipe: Pipe, digest: bytes, code: int | None, text: bytes) -> None:
-        """Level 3: the application's verdict on a delivered message (None = success)."""
+        """Level 3: the application's verdict on a delivered message (None = success,
+        :meth:`complete`). A NACK goes out at once, after every COMP queued before it: the
+        verdicts leave each connection in the order they were given."""
+        if code is None:
+            self.complete(pipe, digest)
+            return
         state: PeerState | None = pipe.extension_state
         if state is None:
             return
-        pipes = [pipe]
-        if state.anchor is not None:
-            pipes = self.processing.pop((state.anchor, digest), pipes)
-            if code is None:
-                self.dedup.add(state.anchor, digest, self.clock())
-        for target in pipes:  # one answer per copy, where it came from
-            target_state: PeerState | None = target.extension_state
-            if target_state is None:
-                continue
-            algorithm = target_state.algorithm
-            if code is None:
-                self._send_frames(target, [target_state.comp_prefix + digest])
-            else:
-                data = commands.nack_data(algorithm, digest, code, text)
-                self._send_command(target, commands.NACK, data)
+        self.flush_verdicts()
+        if state.anchor is None:
+            self._send_nack(pipe, digest, code, text)
+            return
+        self._answer_nack(state.anchor, pipe, digest, code, text)
+
+    def _answer_nack(
+        self, anchor: bytes, pipe: Pipe, digest: bytes, code: int, text: bytes
+    ) -> None:
+        """NACK the message ``digest`` awaiting its verdict, on every copy's connection."""
+        table = self.processing.get(anchor)
+        if table is not None:
+            table.pop(digest, None)
+            if not table:
+                del self.processing[anchor]
+        self._send_nack(pipe, digest, code, text)
+        for target in self.copies.pop((anchor, digest), ()):
+            self._send_nack(target, digest, code, text)
+
+    def _send_nack(self, pipe: Pipe, digest: bytes, code: int, text: bytes) -> None:
+        state: PeerState | None = pipe.extension_state
+        if state is not None:
+            data = commands.nack_data(state.algorithm, digest, code, text)
+            self._send_command(pipe, commands.NACK, data)
 
     @staticmethod
     def _send_command(pipe: Pipe, name: bytes, data: bytes) -> None:
