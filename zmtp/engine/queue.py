@@ -67,7 +67,7 @@ class MessageQueue:
 
     def put_received(self, messages: Iterable[Received]) -> None:
         """:meth:`put_many` for an inbox of a ``bare_single_part`` socket type, whose batches
-        may hold bare one-part messages (see :data:`Received`); the consumer takes them back
+        may hold bare one-part messages (see ``Received``); the consumer takes them back
         as ``Received`` (``FairQueue.fq_recv``). The deque is annotated with ``Message``, the
         type every other queue holds; this is the one way bare messages are put in."""
         items = self.items
