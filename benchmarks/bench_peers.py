@@ -148,7 +148,22 @@ async def zmtp_sender(ctrl: Any, p: Params) -> None:
     async with AsyncExitStack() as stack:
         before = rss_bytes()
         socks = []
-        for _ in range(_sockets_of(p)):
+        if p.get("sender_context"):
+            # One zmtp.Context for the process's sockets (docs/performance.md, "Send cadence
+            # per thread and one task group per Context"): one task group, hence one cancel
+            # scope, in this task instead of one per socket, so the fast path's periodic
+            # cancel check on asyncio does not walk 50 scopes.
+            import zmtp
+
+            hwm = p["hwm"]
+            ctx = await stack.enter_async_context(
+                zmtp.Context(send_hwm=hwm, recv_hwm=hwm, linger=2.0)
+            )
+            for _ in range(_sockets_of(p)):
+                sock = await ctx.socket("PUSH")
+                await sock.connect(p["endpoint"])
+                socks.append(sock)
+        for _ in range(0 if p.get("sender_context") else _sockets_of(p)):
             sock = await stack.enter_async_context(zmtp_socket("PUSH", p["hwm"], linger=2.0))
             await sock.connect(p["endpoint"])
             socks.append(sock)
@@ -300,6 +315,7 @@ def measure(impl: Impl, res: PeersResult, args: argparse.Namespace) -> None:
         "size": res.size,
         "hwm": args.hwm,
         "no_gc": args.no_gc,
+        "sender_context": args.sender_context,
         "peers": res.peers,
         "processes": res.processes,
         **impl.params,
@@ -409,6 +425,12 @@ def parser() -> BenchParser:
     ap.add_argument(
         "--no-gc", action="store_true", help="the receiver's cyclic GC off in the timed rounds"
     )
+    ap.add_argument(
+        "--sender-context",
+        action="store_true",
+        help="zmtp senders make their sockets with one zmtp.Context (one task group per "
+        "process) instead of an async with per socket",
+    )
     ap.add_argument("--max-count", type=int, default=20_000_000)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--quick", action="store_true", help="smoke test: short rounds, 1 repeat")
@@ -453,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\nmany peers -> one PULL, {args.size} B: {args.stat} of the rounds "
         f"({args.repeat} x {args.cycles} cycle(s) of ~{args.duration:g} s) at the receiver, "
         f"HWM {args.hwm}, separate processes over tcp"
-        f"{', receiver GC off' if args.no_gc else ''}\n"
+        f"{', receiver GC off' if args.no_gc else ''}"
+        f"{', zmtp senders in one zmtp.Context' if args.sender_context else ''}\n"
     )
     tables = {"peers": table(results, args.stat)}
     print(tables["peers"])
@@ -469,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
             "cycles": args.cycles,
             "hwm": args.hwm,
             "no_gc": args.no_gc,
+            "sender_context": args.sender_context,
             "quick": args.quick,
         },
         tables,

@@ -71,3 +71,31 @@ def test_bench_peers_no_gc_turns_the_receivers_collector_off(backend: str, tmp_p
     assert result["error"] is None and result["msgs_per_s"] > 0, result
     assert result["cpu_us_per_msg"]["receiver_gc"] == 0.0, result
     assert "receiver GC off" in payload["_stdout"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_bench_peers_sender_context(backend: str, tmp_path: Path) -> None:
+    """``--sender-context``: the zmtp senders make their sockets with one ``zmtp.Context`` and
+    every connection still delivers (the run needs a first message from each peer)."""
+    payload = run_bench(
+        "bench_peers.py",
+        [
+            "--quick",
+            "--sender-context",
+            "--impl",
+            f"zmtp-{backend}",
+            "--peers",
+            "6",
+            "--processes",
+            "2",
+            "--pilot",
+            "2000",
+            "--timeout",
+            "30",
+        ],
+        tmp_path / "p.json",
+    )
+    [result] = payload["results"]
+    assert result["error"] is None and result["msgs_per_s"] > 0, result
+    assert payload["settings"]["sender_context"] is True
+    assert "zmtp senders in one zmtp.Context" in payload["_stdout"]
