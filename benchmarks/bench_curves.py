@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         peer_args.pilot = 5000 if args.quick else 20_000
         peer_args.max_count = 20_000_000
         peer_args.no_gc = False  # the curves show what an application gets
+        peer_args.sender_context = False  # and the senders with an async with per socket
         for impl, pres in bp.plan_results(peer_args, bp.parser()):
             peers_results.append(pres)
             plan.append(
