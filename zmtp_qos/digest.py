@@ -48,18 +48,8 @@ def wire_encoding(parts: Sequence[bytes]) -> bytes:
 
 
 def digest_x(parts: Sequence[bytes]) -> bytes:
-    """XXH64 (seed 0) of the wire encoding, 8 bytes little-endian."""
-    if len(parts) == 1:  # the common case without building a bytearray
-        part = parts[0]
-        size = len(part)
-        if size < 256:
-            return _u64_le(_xxh64(_SHORT_HEADS[size] + part))
-        if size <= _STREAM_ABOVE:
-            return _u64_le(_xxh64(b"\x02" + _u64_be(size) + part))
-        state = _xxh64_stream(b"\x02" + _u64_be(size))
-        state.update(part)
-        return _u64_le(state.intdigest())
-    return _u64_le(_xxh64(wire_encoding(parts)))
+    """XXH64 (seed 0) of the wire encoding, 8 bytes little-endian (:func:`key_x` packed)."""
+    return _u64_le(key_x(parts))
 
 
 def digest_s(parts: Sequence[bytes]) -> bytes:
@@ -81,7 +71,7 @@ def key_of(digest_bytes: bytes) -> int:
 def key_x(parts: Sequence[bytes]) -> int:
     """:func:`digest_x` as the sender's key: the XXH64 itself, no packing (the bytes on
     the wire are its little-endian form, so ``key_of(digest_x(p)) == key_x(p)``)."""
-    if len(parts) == 1:
+    if len(parts) == 1:  # the common case without building a bytearray
         part = parts[0]
         size = len(part)
         if size < 256:

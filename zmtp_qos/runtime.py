@@ -124,11 +124,17 @@ class Entry(Receipt):
 _new_object = object.__new__
 
 
-def _ack_frames(prefix: bytes, digests: list[bytes]) -> list[bytes]:
-    """The ACK (COMP) frames of ``digests`` as one buffer: every frame is ``prefix`` plus a
-    digest, so they are ``prefix`` then the digests joined by ``prefix`` (one C call for
-    the read; empty: none)."""
-    return [prefix + prefix.join(digests)] if digests else []
+def _ack_frames(pipe: Pipe, prefix: bytes, digests: list[bytes]) -> list[bytes]:
+    """The ACK (COMP) frames of ``digests`` for ``pipe``: every frame is ``prefix`` plus a
+    digest. Over tcp/ipc they go as one buffer, ``prefix`` then the digests joined by
+    ``prefix`` (one C call for the read); without a stream (inproc)
+    ``Pipe.send_command_frames`` parses each item as one command, so one frame per digest.
+    Empty: none."""
+    if not digests:
+        return []
+    if pipe.stream is not None:
+        return [prefix + prefix.join(digests)]
+    return [prefix + digest for digest in digests]
 
 
 _parts_of = attrgetter("parts")
@@ -863,7 +869,7 @@ class QoSRuntime(SocketExtension):
             # GATHER discards multipart: never acknowledge what it drops.
             messages = [m for m in messages if len(m) == 1]
         if level == 1:
-            self._send_frames(pipe, _ack_frames(state.ack_prefix, state.digests(messages)))
+            self._send_frames(pipe, _ack_frames(pipe, state.ack_prefix, state.digests(messages)))
             return messages
         if level == 2:
             # One batch digest call, one join for the ACKs (a duplicate is answered too, not
@@ -871,7 +877,7 @@ class QoSRuntime(SocketExtension):
             anchor = state.anchor
             assert anchor is not None
             digests = state.digests(messages)
-            self._send_frames(pipe, _ack_frames(state.ack_prefix, digests))
+            self._send_frames(pipe, _ack_frames(pipe, state.ack_prefix, digests))
             duplicates = self.dedup.admit_all(anchor, digests, self.clock())
             if not duplicates:
                 return messages
@@ -888,12 +894,11 @@ class QoSRuntime(SocketExtension):
         has no room for are answered NACK 0x84 (retryable). Nothing goes to the inbox."""
         anchor = state.anchor
         assert anchor is not None
-        digester = state.digester
         known = self.dedup.known(anchor)
         table = self.processing.get(anchor)
         if table is None:
             table = self.processing[anchor] = {}
-        digests = [digester(message) for message in messages]
+        digests = state.digests(messages)
         new = dict.fromkeys(digests, pipe)
         if len(new) == len(digests) and known.isdisjoint(new) and table.keys().isdisjoint(new):
             # The usual read: all new, none a copy of another (tested and recorded in C).
@@ -991,11 +996,7 @@ class QoSRuntime(SocketExtension):
                         if not table:
                             del self.processing[anchor]
                 self.dedup.add_all(anchor, digests, now)
-            prefix = state.comp_prefix
-            if pipe.stream is not None:  # tcp/ipc: the frames as one buffer, joined in C
-                self._send_frames(pipe, [prefix + prefix.join(digests)])
-            else:  # inproc parses frame by frame
-                self._send_frames(pipe, [prefix + digest for digest in digests])
+            self._send_frames(pipe, _ack_frames(pipe, state.comp_prefix, digests))
             if anchor is not None and self.copies:
                 self._answer_copies(anchor, digests)
 
