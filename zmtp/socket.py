@@ -550,6 +550,14 @@ class Socket(SocketTypeMethods, AsyncSerializers):
                         await core.lent_read(lender)
                     else:
                         await core.recv_wakeup().wait()
+                    message = self._held
+                    if message is not None:
+                        # readable() in another task (a Poller, a proxy's caller) set the
+                        # message aside while this recv waited; it is this recv's now.
+                        self._held = None
+                        if message is _HELD_ERROR:
+                            raise self._take_held_error()
+                        return message
                     message = strategy.try_recv()
                     if message is not None:
                         return message
@@ -563,7 +571,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         """True if a message is waiting: the next ``recv``/``recv_multipart`` returns at once.
 
         Consumes nothing (for ``Poller`` and the blocking API): a waiting message is set aside
-        and handed out, unchanged, by the next receive call.
+        and handed out, unchanged, by the next receive call, or by a receive that was already
+        waiting in another task (it is woken for it).
         """
         if self._held is not None:
             return True
@@ -577,10 +586,14 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             # What the next recv raises (an extension failed REQ's request, e.g. QoS NACK,
             # through Req.fail_request): readable, and kept for that recv.
             self._held, self._held_error = _HELD_ERROR, error
+            self._core.wake_receivers()  # a recv blocked in another task owes it now
             return True
         if message is None:
             return False
         self._held = message
+        # A recv blocked in another task would otherwise wait for the next message and leave
+        # this one set aside (it looks at _held only when it starts): wake it to take it.
+        self._core.wake_receivers()
         return True
 
     def _take_held_error(self) -> BaseException:
