@@ -364,16 +364,21 @@ class Socket:
         # runtime.register inlined (the entry is the receipt; one call fewer per message).
         # As zmtp.Socket.send converts (str as UTF-8; anything else refused with its
         # WrongType): the digest is then over the bytes that go on the wire.
-        message = [data] if type(data) is bytes else as_message((data,))
-        entries = runtime.entries
-        if len(entries) >= runtime.send_hwm:
+        if type(data) is bytes:
+            message = [data]
+        else:
+            message = as_message((data,))
+            data = message[0]
+        if runtime.unsettled >= runtime.send_hwm:
             await self._wait_for_slot()
-        # Entry.new(message) inlined (one call fewer per message; keep the two in step).
-        receipt = entries[id(message)] = _new_object(Entry)
+        # Entry.new(message) and runtime.register inlined (one call fewer per message; keep
+        # the three in step): the entry keeps the bytes, the list is zmtp's (see Entry).
+        receipt = runtime.queued[id(message)] = _new_object(Entry)
         receipt.outcome = None
         receipt.watched = None
-        receipt.parts = message
+        receipt.parts = data
         receipt.key = None
+        runtime.unsettled += 1
         raw = self.raw
         if raw.try_send_prepared(message):  # queued: no second coroutine awaited
             return receipt
