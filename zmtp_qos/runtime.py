@@ -70,12 +70,8 @@ class Entry(Receipt):
     :meth:`message` gives a fresh list for a replay, a fail-over or a dead letter.
     """
 
-    __slots__ = ("_retries", "_waiting_since", "digest", "key", "parts", "seq")
+    __slots__ = ("_retries", "_waiting_since", "key", "parts", "seq")
 
-    #: The digest of its message for the peer it was last written to, as an int
-    #: (:func:`zmtp_qos.digest.key_of`); set by the tracker (it is re-computed at every write:
-    #: a replay may go to a peer using the other algorithm).
-    digest: int
     #: the pipe (level 1) or anchor (levels 2-3) it is tracked under (None: never written)
     key: object
     #: The message: its only part as bytes, or a tuple of its parts (``()`` once delivered:
@@ -121,8 +117,8 @@ class Entry(Receipt):
         ``__init__`` is Python code costs a C-level call and a new interpreter frame, a
         function call from Python code does not (~100 ns per message less;
         docs/performance.md, optimisation log). Receipt's state is set here too, without
-        ``Receipt.__init__``. Four stores: ``digest`` and ``seq`` are set by the tracker
-        when the entry is written (nothing reads them before), and the rarely used fields
+        ``Receipt.__init__``. Four stores: ``seq`` is set by the tracker when the entry is
+        written (nothing reads it before), and the rarely used fields
         (the await's event, ``observed``, ``retries``, ``waiting_since``) are read with a
         default (seven stores fewer per message than setting every slot).
         ``zmtp_qos.Socket.send`` spells this out inline: keep the two in step.
