@@ -72,7 +72,8 @@ class Entry(Receipt):
 
     __slots__ = ("_retries", "_waiting_since", "key", "parts", "seq")
 
-    #: the pipe (level 1) or anchor (levels 2-3) it is tracked under (None: never written)
+    #: The pipe (level 1) or anchor (levels 2-3) it is tracked under, set by the tracker at
+    #: each write; unset while never written (read it with :func:`_key_of`).
     key: object
     #: The message: its only part as bytes, or a tuple of its parts (``()`` once delivered:
     #: a kept receipt does not keep the message alive).
@@ -117,8 +118,8 @@ class Entry(Receipt):
         ``__init__`` is Python code costs a C-level call and a new interpreter frame, a
         function call from Python code does not (~100 ns per message less;
         docs/performance.md, optimisation log). Receipt's state is set here too, without
-        ``Receipt.__init__``. Four stores: ``seq`` is set by the tracker when the entry is
-        written (nothing reads it before), and the rarely used fields
+        ``Receipt.__init__``. Three stores: ``seq`` and ``key`` are set by the tracker when
+        the entry is written (``key`` is read with a default before), and the rarely used fields
         (the await's event, ``observed``, ``retries``, ``waiting_since``) are read with a
         default (seven stores fewer per message than setting every slot).
         ``zmtp_qos.Socket.send`` spells this out inline: keep the two in step.
@@ -127,8 +128,12 @@ class Entry(Receipt):
         entry.outcome = None
         entry.watched = None
         entry.parts = _frozen(message)
-        entry.key = None
         return entry
+
+
+def _key_of(entry: Entry) -> object:
+    """Where ``entry`` was last written (its tracker key), None if never."""
+    return getattr(entry, "key", None)
 
 
 def _frozen(message: Message) -> bytes | tuple[bytes, ...]:
@@ -806,7 +811,7 @@ class QoSRuntime(SocketExtension):
     def _placed_on(self, entry: Entry) -> str:
         """The endpoint of the connection ``entry`` was last written to (its tracker key: the
         pipe at level 1, the anchor's last connection at levels 2-3); "" if never written."""
-        key = entry.key
+        key = _key_of(entry)
         if isinstance(key, Pipe):
             return key.endpoint
         if isinstance(key, bytes):
@@ -859,7 +864,7 @@ class QoSRuntime(SocketExtension):
     def _last_peer(self, entry: Entry) -> str:
         """The printable name of the peer ``entry`` was last written to (its tracker key:
         the pipe at level 1, the anchor at levels 2-3); "" if it was never written."""
-        key = entry.key
+        key = _key_of(entry)
         if isinstance(key, bytes):
             return describe(key)
         if isinstance(key, Pipe):
