@@ -73,7 +73,7 @@ class Entry(Receipt):
     __slots__ = ("_retries", "_waiting_since", "key", "parts", "seq")
 
     #: The pipe (level 1) or anchor (levels 2-3) it is tracked under, set by the tracker at
-    #: each write; unset while never written (read it with :func:`_key_of`).
+    #: each write; unset while never written (read it with ``_key_of``).
     key: object
     #: The message: its only part as bytes, or a tuple of its parts (``()`` once delivered:
     #: a kept receipt does not keep the message alive).
