@@ -15,16 +15,15 @@ number is only read when a key's entries are taken for a replay or a fail-over, 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, Generic, Protocol, TypeVar, Union, cast
 
 
 class Trackable(Protocol):
-    #: All three set by :meth:`PendingTracker.track_all`: the message's digest (any hashable:
-    #: the QoS sender uses an int, ``zmtp_qos.digest.key_of``), the key it is tracked under
-    #: (kept after it leaves the tracker: where it was last written), and the write order.
-    digest: Any
+    #: Both set by :meth:`PendingTracker.track_all`: the key it is tracked under (kept after
+    #: it leaves the tracker: where it was last written), and the write order. (Its digest is
+    #: the tracker's key for it, not stored on the entry: nothing reads it there.)
     key: Any
     seq: int
 
@@ -61,21 +60,37 @@ class PendingTracker(Generic[E]):
         before writing it)."""
         self.track_all(key, (entry,), (digest,))
 
-    def track_all(self, key: Hashable, entries: Iterable[E], digests: Iterable[Hashable]) -> None:
+    def track_all(self, key: Hashable, entries: Sequence[E], digests: Sequence[Hashable]) -> None:
         """Record ``entries`` as pending for ``key``, in write order (a writer's batch), with
-        their messages' ``digests`` (parallel): each entry's ``seq``, ``digest`` and ``key``
-        are set here. One ``setdefault`` per entry: a digest with nothing in flight (the
-        usual case) costs that one call; a byte-identical message already in flight joins
-        its FIFO behind it."""
+        their messages' ``digests`` (parallel): each entry's ``seq`` and ``key`` are set here.
+
+        The usual batch (no digest already in flight under ``key``, none twice in it) is
+        stored by one ``isdisjoint`` test and one ``update`` in C, the loop left per entry
+        only numbering it; otherwise one ``setdefault`` per entry, a byte-identical message
+        already in flight joining its FIFO behind it."""
+        if len(entries) != len(digests):
+            raise ValueError("track_all: as many digests as entries")
         slots = self._by_key.get(key)
         if slots is None:
             slots = self._by_key[key] = {}
-        setdefault = slots.setdefault
         seq = start = self._seq
+        if slots.keys().isdisjoint(digests):
+            before = len(slots)
+            slots.update(zip(digests, entries, strict=True))
+            if len(slots) - before == len(entries):
+                for entry in entries:
+                    seq += 1
+                    entry.seq = seq
+                    entry.key = key
+                self._seq = seq
+                self._count += seq - start
+                return
+            for digest in digests:  # a digest twice in the batch: undo, take the loop
+                slots.pop(digest, None)
+        setdefault = slots.setdefault
         for entry, digest in zip(entries, digests, strict=True):
             seq += 1
             entry.seq = seq
-            entry.digest = digest
             entry.key = key
             slot = setdefault(digest, entry)
             if slot is not entry:  # identical messages in flight: FIFO

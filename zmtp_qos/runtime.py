@@ -32,7 +32,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter
 from typing import cast
 
 import anyio
@@ -61,17 +60,24 @@ SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
 class Entry(Receipt):
     """One message the sender is responsible for until it is settled; it is also the
     :class:`Receipt` that ``send`` returns (one object per message in flight, not two: fewer
-    allocations and fewer objects for the cyclic GC to walk, docs/performance.md)."""
+    allocations and fewer objects for the cyclic GC to walk, docs/performance.md).
 
-    __slots__ = ("_retries", "_waiting_since", "digest", "key", "parts", "seq")
+    It holds its message as :attr:`parts`, the bytes of a one-part message or a tuple of
+    the parts, never the list zmtp queues: neither is tracked by the cyclic GC (bytes never
+    are; a tuple of bytes is untracked by the first collection that sees it), so once the
+    list has been written and dropped the entry is the one tracked object of its message.
+    The runtime finds an entry from a queued list through :attr:`QoSRuntime.queued`;
+    :meth:`message` gives a fresh list for a replay, a fail-over or a dead letter.
+    """
 
-    #: The digest of its message for the peer it was last written to, as an int
-    #: (:func:`zmtp_qos.digest.key_of`); set by the tracker (it is re-computed at every write:
-    #: a replay may go to a peer using the other algorithm).
-    digest: int
-    #: the pipe (level 1) or anchor (levels 2-3) it is tracked under (None: never written)
+    __slots__ = ("_retries", "_waiting_since", "key", "parts", "seq")
+
+    #: The pipe (level 1) or anchor (levels 2-3) it is tracked under, set by the tracker at
+    #: each write; unset while never written (read it with ``_key_of``).
     key: object
-    parts: Message
+    #: The message: its only part as bytes, or a tuple of its parts (``()`` once delivered:
+    #: a kept receipt does not keep the message alive).
+    parts: bytes | tuple[bytes, ...]
     seq: int  #: write order, set by the tracker
     _retries: int
     _waiting_since: float | None
@@ -99,16 +105,21 @@ class Entry(Receipt):
     def waiting_since(self, value: float | None) -> None:
         self._waiting_since = value
 
+    def message(self) -> Message:
+        """The message as a new list of its parts (what zmtp queues, or a dead letter holds)."""
+        parts = self.parts
+        return [parts] if isinstance(parts, bytes) else list(parts)
+
     @staticmethod
-    def new(parts: Message) -> Entry:
-        """A fresh entry for the message ``parts`` (not yet digested or tracked).
+    def new(message: Message) -> Entry:
+        """A fresh entry for ``message`` (not yet digested or tracked).
 
         A static method rather than ``__init__``: on this interpreter calling a class whose
         ``__init__`` is Python code costs a C-level call and a new interpreter frame, a
         function call from Python code does not (~100 ns per message less;
         docs/performance.md, optimisation log). Receipt's state is set here too, without
-        ``Receipt.__init__``. Four stores: ``digest`` and ``seq`` are set by the tracker
-        when the entry is written (nothing reads them before), and the rarely used fields
+        ``Receipt.__init__``. Three stores: ``seq`` and ``key`` are set by the tracker when
+        the entry is written (``key`` is read with a default before), and the rarely used fields
         (the await's event, ``observed``, ``retries``, ``waiting_since``) are read with a
         default (seven stores fewer per message than setting every slot).
         ``zmtp_qos.Socket.send`` spells this out inline: keep the two in step.
@@ -116,9 +127,21 @@ class Entry(Receipt):
         entry: Entry = _new_object(Entry)
         entry.outcome = None
         entry.watched = None
-        entry.parts = parts
-        entry.key = None
+        entry.parts = _frozen(message)
         return entry
+
+
+def _key_of(entry: Entry) -> object:
+    """Where ``entry`` was last written (its tracker key), None if never."""
+    return getattr(entry, "key", None)
+
+
+def _frozen(message: Message) -> bytes | tuple[bytes, ...]:
+    """What an :class:`Entry` keeps of ``message``: the bytes of a one-part message, else a
+    tuple of the parts (the list itself stays zmtp's, and is dropped once written)."""
+    if len(message) == 1 and type(message[0]) is bytes:
+        return message[0]
+    return tuple(message)
 
 
 _new_object = object.__new__
@@ -137,9 +160,6 @@ def _ack_frames(pipe: Pipe, prefix: bytes, digests: list[bytes]) -> list[bytes]:
     return [prefix + digest for digest in digests]
 
 
-_parts_of = attrgetter("parts")
-
-
 def _frame_prefix(name: bytes, data_size: int) -> bytes:
     """The bytes of a ``name`` command frame before its last ``data_size`` data bytes."""
     return encode_command(name, bytes(data_size))[:-data_size]
@@ -147,7 +167,7 @@ def _frame_prefix(name: bytes, data_size: int) -> bytes:
 
 _NOBODY = Delivered("")
 #: What a delivered entry holds instead of its message (its receipt may be kept for long).
-_SETTLED: Message = []
+_SETTLED: tuple[bytes, ...] = ()
 CLR = commands.CLR
 
 #: CLR echoes the ACK's (or COMP's) first 9 data bytes (algorithm + digest) as they came.
@@ -226,7 +246,17 @@ class QoSRuntime(SocketExtension):
         #: answered NACK 0x84: its queue is full). One call per read, not per message.
         self.deliver_handles = deliver_handles
         self.tracker: PendingTracker[Entry] = PendingTracker()
-        self.entries: dict[int, Entry] = {}  #: id(message list) -> entry, until settled
+        #: id(message list) -> entry, for the lists zmtp holds and has not written yet: queued
+        #: on a pipe (``send``, a replay, a fail-over) or about to be. A write
+        #: (:meth:`before_send_batch`) and taking a pipe's queue back remove them, so every
+        #: key is the id of a live list: zmtp keeps it until then, the entry does not.
+        self.queued: dict[int, Entry] = {}
+        #: Messages sent and not yet settled, wherever they are (queued, written, held for
+        #: their anchor, waiting for a retry): each takes one of the ``send_hwm`` slots.
+        self.unsettled = 0
+        #: Level 3: entries whose retryable NACK scheduled a re-send (in no other table
+        #: meanwhile; a close dead-letters them from here).
+        self.retry_entries: set[Entry] = set()
         self.anchors: dict[bytes, AnchorState] = {}
         #: Waiting for any peer: level 1's failed over, and (every level) messages queued on
         #: a pipe removed before it ever connected.
@@ -280,7 +310,7 @@ class QoSRuntime(SocketExtension):
     @property
     def in_flight(self) -> int:
         """Messages sent and not yet settled: queued, written, held or waiting to be retried."""
-        return len(self.entries)
+        return self.unsettled
 
     def pending_per_peer(self) -> dict[str, int]:
         """Written-and-unsettled messages per peer, plus (levels 2-3) those held for a
@@ -318,7 +348,7 @@ class QoSRuntime(SocketExtension):
     @property
     def full(self) -> bool:
         """Whether ``send_hwm`` messages are un-settled (a new send must wait)."""
-        return len(self.entries) >= self.send_hwm
+        return self.unsettled >= self.send_hwm
 
     # ------------------------------------------------------------------ handshake
 
@@ -357,7 +387,7 @@ class QoSRuntime(SocketExtension):
             if self.orphans:
                 replay = list(self.orphans)
                 self.orphans.clear()
-                pipe.send_first([e.parts for e in replay])
+                pipe.send_first(self._queue(replay))
             return
         assert state.anchor is not None
         anchor = self.anchors.setdefault(state.anchor, AnchorState())
@@ -370,7 +400,7 @@ class QoSRuntime(SocketExtension):
         anchor.held.clear()
         self.orphans.clear()
         if replay:
-            pipe.send_first([e.parts for e in replay])
+            pipe.send_first(self._queue(replay))
             self._event(QoSReplayed(pipe.endpoint, describe(state.anchor), len(replay)))
 
     def pipe_disconnected(self, pipe: Pipe, reason: str) -> None:
@@ -422,11 +452,11 @@ class QoSRuntime(SocketExtension):
                 entry.waiting_since = now
             self.orphans.extend(entries)
             return
-        per_pipe: dict[Pipe, list[Message]] = {}
+        per_pipe: dict[Pipe, list[Entry]] = {}
         for i, entry in enumerate(entries):
-            per_pipe.setdefault(targets[i % len(targets)], []).append(entry.parts)
-        for target, messages in per_pipe.items():
-            target.send_first(messages)
+            per_pipe.setdefault(targets[i % len(targets)], []).append(entry)
+        for target, moved in per_pipe.items():
+            target.send_first(self._queue(moved))
 
     def _fail_over(self, lost: Pipe, moved: list[Entry]) -> None:
         """Level 1: to the front of the next connected peers' queues, in order."""
@@ -439,11 +469,24 @@ class QoSRuntime(SocketExtension):
         return list(self.live)
 
     def _entry_for(self, message: Message) -> Entry:
-        entry = self.entries.get(id(message))
-        if entry is None or entry.parts is not message:
+        """The entry of a list zmtp gave back unwritten (a pipe's queue taken back): no
+        longer queued (it goes back to zmtp, if at all, as a new list: :meth:`_queue`)."""
+        entry = self.queued.pop(id(message), None)
+        if entry is None:  # a message the wrapper did not send (never, in practice)
             entry = Entry.new(message)
-            self.entries[id(message)] = entry
+            self.unsettled += 1
         return entry
+
+    def _queue(self, entries: Iterable[Entry]) -> list[Message]:
+        """New lists of ``entries``' messages for zmtp to queue (``send_first``), each
+        registered in :attr:`queued` so that its write finds its entry."""
+        queued = self.queued
+        messages: list[Message] = []
+        for entry in entries:
+            message = entry.message()
+            queued[id(message)] = entry
+            messages.append(message)
+        return messages
 
     # ------------------------------------------------------------------ sending
 
@@ -451,14 +494,15 @@ class QoSRuntime(SocketExtension):
         """The wrapper's send, once :attr:`full` is false: remember ``message`` (the list
         object), which takes one of the ``send_hwm`` slots, and return its receipt."""
         entry = Entry.new(message)
-        self.entries[id(message)] = entry
+        self.queued[id(message)] = entry
+        self.unsettled += 1
         return entry
 
     def unregister(self, message: Message) -> None:
         """The wrapper's send failed before the socket took ``message`` (timeout, cancel,
         close): forget it and give its slot back."""
-        entry = self.entries.get(id(message))
-        if entry is not None and entry.parts is message and not entry.done:
+        entry = self.queued.pop(id(message), None)
+        if entry is not None and not entry.done:
             self._settled(entry)
 
     def command_runs(self) -> Mapping[bytes, int]:
@@ -488,9 +532,13 @@ class QoSRuntime(SocketExtension):
         state: PeerState | None = pipe.extension_state
         if state is None or not self.sending:
             return
-        found = list(map(self.entries.get, map(id, messages)))
+        # Popped: once written the list is zmtp's to drop, and the entry keeps its parts.
+        found = list(map(self.queued.pop, map(id, messages), repeat(None)))
         if None in found:  # a message the wrapper did not register (never, in practice)
-            found = [self._entry_for(message) for message in messages]
+            found = [
+                entry if entry is not None else self._entry_for(message)
+                for entry, message in zip(found, messages, strict=True)
+            ]
         self.tracker.track_all(state.key, cast("list[Entry]", found), state.keys(messages))
 
     def on_command_batch(self, pipe: Pipe, commands: list[Command]) -> None:
@@ -563,16 +611,14 @@ class QoSRuntime(SocketExtension):
         the receipts resolve ``Delivered``; returns what each digest found (None: unknown,
         ignored)."""
         found = self.tracker.settle_all(state.key, digests)
-        entries = self.entries
         delivered = state.delivered
-        before = len(entries)
-        # The usual run: every digest known (all entries, which are truthy). Their slots are
-        # given back by one C-level map; an unknown digest (None) is ignored.
+        # The usual run: every digest known (all entries, which are truthy); an unknown
+        # digest (None) is ignored. Written entries are in no other table (the write took
+        # them out of ``queued``): their slots are given back by one subtraction.
         settled_entries = cast(
             "list[Entry]", found if all(found) else [e for e in found if e is not None]
         )
         settled = len(settled_entries)
-        deque(map(entries.pop, map(id, map(_parts_of, settled_entries)), repeat(None)), 0)
         for entry in settled_entries:
             entry.parts = _SETTLED  # a kept receipt does not keep the message alive
             if entry.watched is None:
@@ -580,6 +626,8 @@ class QoSRuntime(SocketExtension):
             else:
                 entry.resolve(delivered)
         if settled:
+            before = self.unsettled
+            self.unsettled = before - settled
             self.delivered += settled
             self._slots_freed(before)
         return found
@@ -652,6 +700,7 @@ class QoSRuntime(SocketExtension):
                 )
                 entry.retries += 1
                 self.retrying += 1
+                self.retry_entries.add(entry)
                 self._event(
                     QoSRetried(
                         pipe.endpoint, describe(state.anchor), nack.code, entry.retries, delay
@@ -662,12 +711,13 @@ class QoSRuntime(SocketExtension):
     def _retry(self, entry: Entry) -> None:
         """Re-send the same bytes to the same anchor, or hold them until it reconnects."""
         self.retrying -= 1
+        self.retry_entries.discard(entry)
         if entry.done:
             return
         assert isinstance(entry.key, bytes)
         anchor = self.anchors.setdefault(entry.key, AnchorState())
         if anchor.pipe is not None and anchor.pipe.connected:
-            anchor.pipe.send_first([entry.parts])
+            anchor.pipe.send_first(self._queue([entry]))
         else:
             anchor.held.append(entry)
 
@@ -718,13 +768,14 @@ class QoSRuntime(SocketExtension):
                     continue
                 outbox = pipe.outbox
                 for message in list(outbox.items):
-                    queued = self.entries.get(id(message))
-                    if queued is None or queued.parts is not message:
+                    queued = self.queued.get(id(message))
+                    if queued is None:
                         continue
                     if queued.waiting_since is None:
                         queued.waiting_since = now
                     elif now - queued.waiting_since >= horizon and outbox.items[0] is message:
                         outbox.get()  # oldest first: the expired ones are at the front
+                        del self.queued[id(message)]
                         expired.append((queued, pipe.endpoint))
         for entry, endpoint in expired:
             if entry.done:
@@ -760,7 +811,7 @@ class QoSRuntime(SocketExtension):
     def _placed_on(self, entry: Entry) -> str:
         """The endpoint of the connection ``entry`` was last written to (its tracker key: the
         pipe at level 1, the anchor's last connection at levels 2-3); "" if never written."""
-        key = entry.key
+        key = _key_of(entry)
         if isinstance(key, Pipe):
             return key.endpoint
         if isinstance(key, bytes):
@@ -796,13 +847,16 @@ class QoSRuntime(SocketExtension):
         for key in self.tracker.peer_keys():
             self.tracker.take(key)
         self.orphans.clear()
-        leftovers.extend((e, None, None) for e in self.entries.values() if not e.done)
+        leftovers.extend((e, None, None) for e in self.retry_entries)
+        self.retry_entries.clear()
+        leftovers.extend((e, None, None) for e in self.queued.values())
+        self.queued.clear()
+        self.unsettled = 0  # every one is dead-lettered below (or already was)
         seen: set[int] = set()
         for entry, endpoint, peer in leftovers:
             if id(entry) in seen or entry.done:
                 continue
             seen.add(id(entry))
-            self.entries.pop(id(entry.parts), None)
             if peer is None:
                 peer = self._last_peer(entry)
             self.dead_letter(entry, reason, peer, endpoint=endpoint)
@@ -810,7 +864,7 @@ class QoSRuntime(SocketExtension):
     def _last_peer(self, entry: Entry) -> str:
         """The printable name of the peer ``entry`` was last written to (its tracker key:
         the pipe at level 1, the anchor at levels 2-3); "" if it was never written."""
-        key = entry.key
+        key = _key_of(entry)
         if isinstance(key, bytes):
             return describe(key)
         if isinstance(key, Pipe):
@@ -819,15 +873,17 @@ class QoSRuntime(SocketExtension):
         return ""
 
     def _settled(self, entry: Entry) -> None:
-        entries = self.entries
-        before = len(entries)
-        entries.pop(id(entry.parts), None)
+        """``entry`` (taken out of whichever table held it, not ``queued``) is settled: its
+        slot is given back. Called once per entry (each path takes it out of its table
+        first, or checks :attr:`~zmtp_qos.Receipt.done`)."""
+        before = self.unsettled
+        self.unsettled = before - 1
         self._slots_freed(before)
 
     def _slots_freed(self, before: int) -> None:
         """Entries were settled (``before`` were un-settled): wake the senders if the window
         was full (one may be waiting for a slot), and a lingering close once none is left."""
-        left = len(self.entries)
+        left = self.unsettled
         if before >= self.send_hwm > left:
             self.wake_senders()
         if not left and self._drained is not None:
@@ -845,7 +901,7 @@ class QoSRuntime(SocketExtension):
         """Resolve ``entry``'s receipt to a dead letter and report it (``QoSDeadLettered``
         with ``endpoint``, or when None the endpoint of the connection the entry was last
         written to, :meth:`_placed_on`)."""
-        letter = DeadLetter(list(entry.parts), reason, peer, error)
+        letter = DeadLetter(entry.message(), reason, peer, error)
         self.dead_lettered += 1
         if endpoint is None:
             endpoint = self._placed_on(entry)

@@ -231,7 +231,9 @@ class Socket:
         per message (at 64 B the forward cost a level-0 socket 35-38 % of its throughput).
         Forwarded: everything at level 0; sends of REQ (no receipt: the reply is the
         acknowledgement) and of REP below level 3 (no reply handle); receives below level 3
-        and of a REQ (plain messages). The methods below remain for what adds QoS work.
+        and of a REQ (plain messages). The methods below remain for what adds QoS work; a
+        PUSH or SCATTER at level >= 1 gets its tracked send bound as ``send`` (no level test
+        per message).
         """
         raw = self.raw
         names: list[str] = []
@@ -241,6 +243,8 @@ class Socket:
             names += ["recv", "recv_multipart"]
         for name in names:
             setattr(self, name, getattr(raw, name))
+        if self.runtime is not None and self._reqrep is None and kind in SENDING_TYPES:
+            self.send = self._send_tracked  # type: ignore[method-assign]
         if self.level == 3 and kind in RECEIVING_TYPES:
             self.recv = self.recv_handle  # type: ignore[method-assign]
 
@@ -357,23 +361,33 @@ class Socket:
 
     async def send(self, data: bytes | bytearray | memoryview | str) -> Receipt | None:
         """Send one part; see :meth:`send_multipart` (the same types as ``zmtp.Socket.send``)."""
-        runtime = self.runtime
-        if runtime is None or self._reqrep is not None:
+        if self.runtime is None or self._reqrep is not None:
             return await self.send_multipart([data])
-        # send_multipart's tracked path, spelled out: one coroutine fewer per message, and
-        # runtime.register inlined (the entry is the receipt; one call fewer per message).
-        # As zmtp.Socket.send converts (str as UTF-8; anything else refused with its
-        # WrongType): the digest is then over the bytes that go on the wire.
-        message = [data] if type(data) is bytes else as_message((data,))
-        entries = runtime.entries
-        if len(entries) >= runtime.send_hwm:
+        return await self._send_tracked(data)
+
+    async def _send_tracked(self, data: bytes | bytearray | memoryview | str) -> Receipt:
+        """:meth:`send` of a PUSH or SCATTER at level >= 1 (``_delegate`` makes it ``send``
+        itself): send_multipart's tracked path, spelled out, one coroutine fewer per message.
+        As zmtp.Socket.send converts (str as UTF-8; anything else refused with its
+        WrongType): the digest is then over the bytes that go on the wire."""
+        runtime = self.runtime
+        assert runtime is not None
+        if type(data) is bytes:
+            message = [data]
+        else:
+            message = as_message((data,))
+            data = message[0]
+        unsettled = runtime.unsettled
+        if unsettled >= runtime.send_hwm:
             await self._wait_for_slot()
-        # Entry.new(message) inlined (one call fewer per message; keep the two in step).
-        receipt = entries[id(message)] = _new_object(Entry)
+            unsettled = runtime.unsettled
+        # Entry.new(message) and runtime.register inlined (one call fewer per message; keep
+        # the three in step): the entry keeps the bytes, the list is zmtp's (see Entry).
+        receipt = runtime.queued[id(message)] = _new_object(Entry)
         receipt.outcome = None
         receipt.watched = None
-        receipt.parts = message
-        receipt.key = None
+        receipt.parts = data
+        runtime.unsettled = unsettled + 1
         raw = self.raw
         if raw.try_send_prepared(message):  # queued: no second coroutine awaited
             return receipt
