@@ -329,8 +329,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if host is not None:
                 error = await host.leave()
                 if isinstance(error, Exception):
-                    raise error
-            elif tg is not None:
+                    raise error  # the group's, as the socket's own group raised it
+                # A group entered only to be left: what leaves the body comes out as it did
+                # through the socket's own group (an exception in anyio's ExceptionGroup, a
+                # cancellation as it is), and a pending cancel is seen at the same place.
+                tg = anyio.create_task_group()
+                await tg.__aenter__()
+            if tg is not None:
                 # Every task was stopped by close(); this only joins them. Never cancel the
                 # group's own scope: it also covers the body of the user's `async with`.
                 await tg.__aexit__(exc_type, exc, tb)
