@@ -300,11 +300,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         which the caller has entered and leaves only after ``await close()`` (close stops and
         waits for every task of the socket; leaving the group only joins them).
 
-        For :class:`zmtp.Context`, which opens all its sockets in one group. Each socket's
-        ``async with`` enters a task group, hence a cancel scope, in the caller's task, and on
-        asyncio anyio's ``checkpoint_if_cancelled`` (the send/recv fast paths' periodic cancel
-        check) walks every cancel scope of the task: with 50 sockets held in one task the
-        check cost ~4x what it does with one (docs/performance.md, optimisation log).
+        For :class:`zmtp.Context`, which opens all its sockets in one group: one task group,
+        hence one cancel scope in the caller's task, for all of them (a socket's own ``async
+        with`` adds none on asyncio, see _GroupTask).
         """
         if self._entered:
             raise UsageError("a socket can be entered only once")
