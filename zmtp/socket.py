@@ -114,14 +114,17 @@ class _GroupTask:
     socket meanwhile).
     """
 
-    __slots__ = ("_leave", "_left", "_ready", "_task", "error", "group")
+    __slots__ = ("_leave", "_left", "_task", "error", "group")
 
     def __init__(self) -> None:
         self.group: TaskGroup | None = None
         self.error: BaseException | None = None
-        self._ready = anyio.Event()
-        self._leave = anyio.Event()
-        self._left = anyio.Event()
+        # Bare asyncio futures, not anyio events: this runs on asyncio only, and a socket's
+        # whole life (enter, exit) then costs one loop pass more than with its group in the
+        # entering task, not several (docs/performance.md, optimisation log).
+        loop = asyncio.get_running_loop()
+        self._leave: asyncio.Future[None] = loop.create_future()
+        self._left: asyncio.Future[None] = loop.create_future()
         self._task: asyncio.Task[None] | None = None  # held: the loop keeps only weak refs
 
     @classmethod
@@ -134,35 +137,45 @@ class _GroupTask:
         except RuntimeError:  # no asyncio loop in this thread: trio
             return None
         host = cls()
-        host._task = asyncio.get_running_loop().create_task(host._run(core))
-        with anyio.CancelScope(shield=True):  # one loop pass: _run enters at its first step
-            await host._ready.wait()
+        ready = asyncio.get_running_loop().create_future()
+        host._task = asyncio.get_running_loop().create_task(host._run(core, ready))
+        try:
+            await ready  # one loop pass: _run enters the group at its first step
+        except BaseException:
+            _settle(host._leave)  # cancelled meanwhile: the group, empty, ends by itself
+            raise
         if host.group is None:  # entering a task group failed (it does not)
             raise RuntimeError("the socket's task group could not be entered") from host.error
         return host
 
-    async def _run(self, core: SocketCore) -> None:
+    async def _run(self, core: SocketCore, ready: asyncio.Future[None]) -> None:
         try:
             async with anyio.create_task_group() as group:
                 self.group = group
-                self._ready.set()
-                await self._leave.wait()
+                _settle(ready)
+                await self._leave
         except BaseException as error:  # a socket task's, raised by the group's exit
             self.error = error
             if isinstance(error, Exception):  # not the loop's shutdown cancelling us
                 with anyio.CancelScope(shield=True):
                     await core.close(0)
         finally:
-            self._ready.set()
-            self._left.set()
+            _settle(ready)
+            _settle(self._left)
 
     async def leave(self) -> BaseException | None:
         """End the group (every task of the socket has ended: after ``close``) and wait until
         it has; the error a task raised, if any."""
-        self._leave.set()
+        _settle(self._leave)
         with anyio.CancelScope(shield=True):  # bounded: the group has no task left
-            await self._left.wait()
+            await self._left
         return self.error
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    """Resolve ``future`` unless it is done already (or was cancelled with its waiter)."""
+    if not future.done():
+        future.set_result(None)
 
 
 class _Unset(Enum):
@@ -328,11 +341,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
                 error = await host.leave()
                 if isinstance(error, Exception):
                     raise error  # the group's, as the socket's own group raised it
-                # A group entered only to be left: what leaves the body comes out as it did
-                # through the socket's own group (an exception in anyio's ExceptionGroup, a
-                # cancellation as it is), and a pending cancel is seen at the same place.
-                tg = anyio.create_task_group()
-                await tg.__aenter__()
+                tg = None
+                if exc_type is not None:
+                    # A group entered only to be left: what leaves the body comes out as it
+                    # did through the socket's own group (an exception in anyio's
+                    # ExceptionGroup, a cancellation as it is).
+                    tg = anyio.create_task_group()
+                    await tg.__aenter__()
             if tg is not None:
                 # Every task was stopped by close(); this only joins them. Never cancel the
                 # group's own scope: it also covers the body of the user's `async with`.
