@@ -119,9 +119,10 @@ class _GroupTask:
     def __init__(self) -> None:
         self.group: TaskGroup | None = None
         self.error: BaseException | None = None
-        # Bare asyncio futures, not anyio events: this runs on asyncio only, and a socket's
-        # whole life (enter, exit) then costs one loop pass more than with its group in the
-        # entering task, not several (docs/performance.md, optimisation log).
+        # Bare asyncio futures, not anyio events: this runs on asyncio only, and each anyio
+        # event cost more objects and a shielded scope per wait. Even so a socket's enter and
+        # exit take three loop passes more than with its group in the entering task (the
+        # price, at set-up only: docs/performance.md, optimisation log).
         loop = asyncio.get_running_loop()
         self._leave: asyncio.Future[None] = loop.create_future()
         self._left: asyncio.Future[None] = loop.create_future()
