@@ -6,8 +6,9 @@ holds ~50 sockets, and what a sender costs depends on how many messages wait for
 when they run (a count per socket let 50 x 256 queue up) and, on asyncio, on how deep the
 task's cancel-scope chain is (anyio's ``checkpoint_if_cancelled`` walks it all; an ``async
 with Socket`` added one per socket until its group moved to a task of its own). The peer is
-a native pyzmq PULL in another process (not traced, not counted); the K sockets are entered in the measured task, as an application
-holding them with an ``AsyncExitStack`` does, and send ``--messages`` in round robin.
+a native pyzmq PULL in another process (not traced, not counted); the K sockets are entered
+in the measured task, as an application holding them with an ``AsyncExitStack`` does, and
+send ``--messages`` in round robin.
 
 * default: each tree's sender runs natively, ``--cycles`` times, the trees interleaved (order
   reversed every other cycle); printed per tree: CPU us per message of the sender process over
