@@ -98,7 +98,7 @@ class _GroupTask:
     Why: anyio's asyncio ``checkpoint_if_cancelled`` (the send and receive fast paths' periodic
     cancel check) walks every cancel scope of the task up to the first shielded one, and a
     task group entered by ``async with socket`` is one more scope in the application's task:
-    50 sockets entered in one task made every check walk 50 scopes, a third of the sender's
+    50 sockets entered in one task made every check walk 50 scopes, ~40 % of the sender's
     instructions (docs/performance.md, optimisation log). Trio's check reads one attribute
     whatever the depth, so there the socket enters its group in the application's task as
     before.
