@@ -4,10 +4,11 @@ per message and the writes per message.
 Issue 15's "100 PUSH connections from 2 processes into one PULL" target: there each process
 holds ~50 sockets, and what a sender costs depends on how many messages wait for the writers
 when they run (a count per socket let 50 x 256 queue up) and, on asyncio, on how deep the
-task's cancel-scope chain is (every ``async with Socket`` enters one; anyio's
-``checkpoint_if_cancelled`` walks them all). The peer is a native pyzmq PULL in another process
-(not traced, not counted); the K sockets are entered in the measured task, as an application
-holding them with an ``AsyncExitStack`` does, and send ``--messages`` in round robin.
+task's cancel-scope chain is (anyio's ``checkpoint_if_cancelled`` walks it all; an ``async
+with Socket`` added one per socket until its group moved to a task of its own). The peer is
+a native pyzmq PULL in another process (not traced, not counted); the K sockets are entered
+in the measured task, as an application holding them with an ``AsyncExitStack`` does, and
+send ``--messages`` in round robin.
 
 * default: each tree's sender runs natively, ``--cycles`` times, the trees interleaved (order
   reversed every other cycle); printed per tree: CPU us per message of the sender process over

@@ -5,10 +5,10 @@ default options, makes sockets already open, and closes every socket it made whe
 ``async with`` ends (newest first). Call :meth:`Context.socket` from the task that entered the
 context: its sockets' tasks run in one task group that the context entered there.
 
-One group for all its sockets, rather than an ``async with`` per socket, is also the way to
-hold many sockets in one task: each socket's own ``async with`` enters a task group, hence a
-cancel scope, in the task, and on asyncio every periodic cancel check of the send and receive
-fast paths walks all of the task's cancel scopes (``Socket.open_in``).
+All its sockets run in one group (``Socket.open_in``), which adds one cancel scope to the
+task that entered the context; a socket's own ``async with`` adds none on asyncio, whose
+cancel check walks them all (``_GroupTask`` in socket.py), and one on trio, where that costs
+nothing.
 """
 
 from __future__ import annotations

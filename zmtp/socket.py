@@ -14,6 +14,7 @@ loop can neither miss a cancel nor starve the connection tasks.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterable
 from enum import Enum
@@ -89,6 +90,95 @@ class _SendCadence(threading.local):
 _send_cadence = _SendCadence()
 
 
+class _GroupTask:
+    """asyncio only: a task of the socket's own that enters its task group and holds it until
+    the socket's ``async with`` ends, so that the task that entered the socket holds no cancel
+    scope of the socket's.
+
+    Why: anyio's asyncio ``checkpoint_if_cancelled`` (the send and receive fast paths' periodic
+    cancel check) walks every cancel scope of the task up to the first shielded one, and a
+    task group entered by ``async with socket`` is one more scope in the application's task:
+    50 sockets entered in one task made every check walk 50 scopes, ~40 % of the sender's
+    instructions (docs/performance.md, optimisation log). Trio's check reads one attribute
+    whatever the depth, so there the socket enters its group in the application's task as
+    before.
+
+    What stays as it was: the socket's tasks end before its ``async with`` does (``close``
+    stops and waits for every one of them, then this task leaves the group and the exit waits
+    for that, shielded: nothing is left to wait for); an error out of one of them (they catch
+    their own, so only a bug) ends the group, closes the socket (a blocked ``send`` or
+    ``recv`` raises ``SocketClosed``) and is raised by the socket's ``async with``, as its own
+    group raised it. What differs: a cancel scope of the application around the ``async with``
+    no longer cancels the socket's tasks directly, only the body; leaving the body then closes
+    the socket with linger 0, which stops them (a shielded part of the body keeps a working
+    socket meanwhile).
+    """
+
+    __slots__ = ("_leave", "_left", "_task", "error", "group")
+
+    def __init__(self) -> None:
+        self.group: TaskGroup | None = None
+        self.error: BaseException | None = None
+        # Bare asyncio futures, not anyio events: this runs on asyncio only, and each anyio
+        # event cost more objects and a shielded scope per wait. Even so a socket's enter and
+        # exit take three loop passes more than with its group in the entering task (the
+        # price, at set-up only: docs/performance.md, optimisation log).
+        loop = asyncio.get_running_loop()
+        self._leave: asyncio.Future[None] = loop.create_future()
+        self._left: asyncio.Future[None] = loop.create_future()
+        self._task: asyncio.Task[None] | None = None  # held: the loop keeps only weak refs
+
+    @classmethod
+    async def start(cls, core: SocketCore) -> _GroupTask | None:
+        """The running group task, or None outside an asyncio task (trio, or an asyncio
+        callback), where the caller enters a task group itself."""
+        try:
+            if asyncio.current_task() is None:
+                return None
+        except RuntimeError:  # no asyncio loop in this thread: trio
+            return None
+        host = cls()
+        ready = asyncio.get_running_loop().create_future()
+        host._task = asyncio.get_running_loop().create_task(host._run(core, ready))
+        try:
+            await ready  # one loop pass: _run enters the group at its first step
+        except BaseException:
+            _settle(host._leave)  # cancelled meanwhile: the group, empty, ends by itself
+            raise
+        if host.group is None:  # entering a task group failed (it does not)
+            raise RuntimeError("the socket's task group could not be entered") from host.error
+        return host
+
+    async def _run(self, core: SocketCore, ready: asyncio.Future[None]) -> None:
+        try:
+            async with anyio.create_task_group() as group:
+                self.group = group
+                _settle(ready)
+                await self._leave
+        except BaseException as error:  # a socket task's, raised by the group's exit
+            self.error = error
+            if isinstance(error, Exception):  # not the loop's shutdown cancelling us
+                with anyio.CancelScope(shield=True):
+                    await core.close(0)
+        finally:
+            _settle(ready)
+            _settle(self._left)
+
+    async def leave(self) -> BaseException | None:
+        """End the group (every task of the socket has ended: after ``close``) and wait until
+        it has; the error a task raised, if any."""
+        _settle(self._leave)
+        with anyio.CancelScope(shield=True):  # bounded: the group has no task left
+            await self._left
+        return self.error
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    """Resolve ``future`` unless it is done already (or was cancelled with its waiter)."""
+    if not future.done():
+        future.set_result(None)
+
+
 class _Unset(Enum):
     """Sentinel type: "use the socket's option"."""
 
@@ -135,6 +225,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "__weakref__",
         "_core",
         "_entered",
+        "_group_task",
         "_held",
         "_held_error",
         "_ops",
@@ -156,6 +247,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: The routing strategy, kept here too for the send/recv fast paths.
         self._strategy = core.strategy
         self._entered = False
+        #: The task that holds the socket's task group on asyncio (_GroupTask), if any.
+        self._group_task: _GroupTask | None = None
         #: Receive calls since the last receive-side yield (the recv cadence).
         self._ops = 0
         #: Fast-path sends since this socket's count last started (the send cadence), and
@@ -206,6 +299,11 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._entered:
             raise UsageError("a socket can be entered only once")
         self._entered = True
+        host = await _GroupTask.start(self._core)
+        if host is not None:  # asyncio: the group in a task of its own (see _GroupTask)
+            self._group_task = host
+            self._core.task_group = host.group
+            return self
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._core.task_group = tg
@@ -216,11 +314,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         which the caller has entered and leaves only after ``await close()`` (close stops and
         waits for every task of the socket; leaving the group only joins them).
 
-        For :class:`zmtp.Context`, which opens all its sockets in one group. Each socket's
-        ``async with`` enters a task group, hence a cancel scope, in the caller's task, and on
-        asyncio anyio's ``checkpoint_if_cancelled`` (the send/recv fast paths' periodic cancel
-        check) walks every cancel scope of the task: with 50 sockets held in one task the
-        check cost ~4x what it does with one (docs/performance.md, optimisation log).
+        For :class:`zmtp.Context`, which opens all its sockets in one group: one task group,
+        hence one cancel scope in the caller's task, for all of them (a socket's own ``async
+        with`` adds none on asyncio, see _GroupTask).
         """
         if self._entered:
             raise UsageError("a socket can be entered only once")
@@ -241,6 +337,18 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         finally:
             core = self._core
             tg, core.task_group = core.task_group, None
+            host, self._group_task = self._group_task, None
+            if host is not None:
+                error = await host.leave()
+                if isinstance(error, Exception):
+                    raise error  # the group's, as the socket's own group raised it
+                tg = None
+                if exc_type is not None:
+                    # A group entered only to be left: what leaves the body comes out as it
+                    # did through the socket's own group (an exception in anyio's
+                    # ExceptionGroup, a cancellation as it is).
+                    tg = anyio.create_task_group()
+                    await tg.__aenter__()
             if tg is not None:
                 # Every task was stopped by close(); this only joins them. Never cancel the
                 # group's own scope: it also covers the body of the user's `async with`.
