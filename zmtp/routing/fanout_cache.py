@@ -66,7 +66,8 @@ class FanOutCache:
         :meth:`use`), each has room (below the smallest capacity) and none is empty (no
         writer to wake). False, with nothing queued, otherwise: the caller's per-pipe loop
         then applies the HWM and the wake-up edge to each pipe."""
-        if not self.use(pipes, version):
+        # (use()'s hit test inlined: a Python call per message less)
+        if (pipes is not self._pipes or version != self._version) and not self.use(pipes, version):
             return False
         # A plain loop, not ``max(map(len, queues)) >= capacity or not all(queues)``: on
         # CPython 3.11 the two C-level scans cost ~1,800 more instructions per message for
