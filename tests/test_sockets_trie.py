@@ -132,3 +132,23 @@ def test_thousands_of_topics_stay_fast() -> None:
         f"{len(probes)} lookups x2 in {1e3 * (t2 - t1):.1f} ms "
         f"({1e6 * (t2 - t1) / (2 * len(probes)):.2f} us each)"
     )
+
+
+def test_match_with_only_the_empty_topic_returns_its_own_set() -> None:
+    """The root-only shortcut (a trie holding no topic but ``b""``): every message matches,
+    and the very same set comes back each time (the publisher's FanOutCache keys on that
+    identity); with a longer topic added and removed again, the walk and the shortcut agree."""
+    trie: PipeTrie[str] = PipeTrie()
+    assert trie.match(b"anything") == ()
+    trie.add(b"", "x")
+    first = trie.match(b"d" * 64)
+    assert set(first) == {"x"}
+    assert trie.match(b"") is first
+    assert trie.match(b"other") is first
+    trie.add(b"ab", "y")
+    assert set(trie.match(b"abc")) == {"x", "y"}
+    assert trie.match(b"b") is first
+    assert trie.remove(b"ab", "y") is RemoveResult.LAST_VALUE_REMOVED
+    assert trie.match(b"abc") is first
+    assert trie.remove(b"", "x") is RemoveResult.LAST_VALUE_REMOVED
+    assert trie.match(b"abc") == ()

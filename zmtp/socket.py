@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint, checkpoint_if_cancelled
+from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
 from .engine.queue import Message, Received
@@ -53,8 +53,13 @@ _CANCEL_CHECK_MASK = 15
 #: A cancel is seen within 64 receives; 1024 receives are well under a millisecond between
 #: two passes, and a receiver whose inbox runs empty yields anyway. ``send`` keeps 16/256: a
 #: PUB that never blocks must let its writers run before small send HWMs drop messages.
-_RECV_YIELD_EVERY = 1024
-_RECV_CANCEL_CHECK_MASK = 63
+#:
+#: The count is a shared tuple's iterator (``_RECV_TICKS``): ``next(ticks, True)`` is False 63
+#: times, then True (exhausted), which costs one C call per receive and no int object; a
+#: Python counter (an add, a store, a mask and a compare, and an int allocated past 256) was
+#: ~10 % of a 64 B receive's instructions (docs/performance.md, optimisation log).
+_RECV_CHECKS_PER_YIELD = 16
+_RECV_TICKS: tuple[bool, ...] = (False,) * 63
 #: ``_held`` when what the next recv owes is an error (see Socket.readable), not a message.
 _HELD_ERROR: Message = []
 
@@ -229,6 +234,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_held",
         "_held_error",
         "_ops",
+        "_recv_ticks",
         "_seen_yields",
         "_sends",
         "_strategy",
@@ -249,7 +255,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._entered = False
         #: The task that holds the socket's task group on asyncio (_GroupTask), if any.
         self._group_task: _GroupTask | None = None
-        #: Receive calls since the last receive-side yield (the recv cadence).
+        #: The recv cadence: the receive calls left before the next cancel check (an iterator
+        #: of _RECV_TICKS), and the cancel checks since the last receive-side yield.
+        self._recv_ticks: Iterator[bool] = iter(_RECV_TICKS)
         self._ops = 0
         #: Fast-path sends since this socket's count last started (the send cadence), and
         #: the thread's yield count then (_SendCadence).
@@ -591,9 +599,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
     async def recv(self) -> bytes:
         """Receive a message and return its only part (raises if it has several)."""
-        ops = self._ops = self._ops + 1
-        if not ops & _RECV_CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        if next(self._recv_ticks, True):
+            await self._recv_checkpoint()
         message = self._held
         if message is not None:
             self._held = None
@@ -603,9 +610,6 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             message = self._strategy.try_recv()
             if message is None:
                 message = await self._recv_blocking()
-            elif ops >= _RECV_YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
         if isinstance(message, bytes):
             return message  # a one-part message queued bare (zmtp.engine.queue.Received)
         if len(message) != 1:
@@ -620,25 +624,33 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
         Raises TimeoutError after ``recv_timeout``. A cancelled ``recv`` never loses a message.
         """
-        strategy = self._strategy
-        ops = self._ops = self._ops + 1
-        if not ops & _RECV_CANCEL_CHECK_MASK:
-            await checkpoint_if_cancelled()
+        if next(self._recv_ticks, True):
+            await self._recv_checkpoint()
         message = self._held
         if message is not None:
             self._held = None
             if message is _HELD_ERROR:
                 raise self._take_held_error()
             return [message] if isinstance(message, bytes) else message
-        message = strategy.try_recv()
-        if message is not None:
-            if ops >= _RECV_YIELD_EVERY:
-                self._ops = 0
-                await cancel_shielded_checkpoint()  # popped already: never lose it to a cancel
-            # A bare one-part message (zmtp.engine.queue.Received) gets its list only now.
-            return [message] if isinstance(message, bytes) else message
-        message = await self._recv_blocking()
+        message = self._strategy.try_recv()
+        if message is None:
+            message = await self._recv_blocking()
+        # A bare one-part message (zmtp.engine.queue.Received) gets its list only now.
         return [message] if isinstance(message, bytes) else message
+
+    async def _recv_checkpoint(self) -> None:
+        """The recv cadence's rare step, every 64th receive call, before it takes anything:
+        a cancel check, and every 16th time instead a yield to the scheduler, which is itself
+        a cancel check (anyio's ``checkpoint``). Nothing is popped yet, so a cancel here loses
+        no message, and the yield needs no shielded scope (before, it came after the pop,
+        inside a ``CancelScope(shield=True)``: ~45,000 instructions on asyncio)."""
+        self._recv_ticks = iter(_RECV_TICKS)
+        checks = self._ops = self._ops + 1
+        if checks >= _RECV_CHECKS_PER_YIELD:
+            self._ops = 0
+            await checkpoint()
+        else:
+            await checkpoint_if_cancelled()
 
     async def _recv_blocking(self) -> Received:
         """Wait for a message, up to ``recv_timeout``: by a lent read of the only peer's

@@ -194,13 +194,17 @@ class FairQueue:
         if not ready:
             return None
         inbox = ready[0].inbox
-        # MessageQueue.get() inlined: this is the hottest line of every receive.
+        # MessageQueue.get() inlined: this is the hottest line of every receive. The HWM
+        # edge (full -> not full) is tested before the pop, on the length as it is: after
+        # it, ``len(items) + 1`` cost an int addition, and past 256 queued messages (a
+        # 256 KiB read holds ~3,000) a new int object, on every receive.
         items = inbox.items
-        message = items.popleft()
-        remaining = len(items)
-        if remaining + 1 == inbox.capacity:
-            inbox.on_space()
-        if not remaining:
+        if len(items) == inbox.capacity:
+            message = items.popleft()
+            inbox.on_space()  # the reader waits for this room
+        else:
+            message = items.popleft()
+        if not items:
             ready.popleft()
         elif len(ready) > 1:
             ready.rotate(-1)

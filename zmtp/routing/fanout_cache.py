@@ -7,7 +7,7 @@ per-subscriber work. Most messages of a publisher go to the same subscriber set 
 subscribed to ``b""``, or to one topic): the trie then returns the very same ``set`` object
 each time. This keeps, for that set, the outboxes' deques and their bound ``append`` methods,
 so that a message whose every target has room and is already non-empty (no writer to wake)
-is queued with one C-level length scan and one bound call per subscriber. Anything else (a
+is queued with one length test and one bound call per subscriber. Anything else (a
 subscriber at its HWM, an empty outbox whose writer must be woken, another target set) is
 left to the caller's per-pipe loop, which keeps every rule exactly as it was: a full pipe
 loses only its own copy, ``xpub_nodrop`` sends to nobody, every outbox keeps its order.
@@ -66,11 +66,16 @@ class FanOutCache:
         :meth:`use`), each has room (below the smallest capacity) and none is empty (no
         writer to wake). False, with nothing queued, otherwise: the caller's per-pipe loop
         then applies the HWM and the wake-up edge to each pipe."""
-        if not self.use(pipes, version):
+        # (use()'s hit test inlined: a Python call per message less)
+        if (pipes is not self._pipes or version != self._version) and not self.use(pipes, version):
             return False
-        queues = self._queues
-        if max(map(len, queues)) >= self._capacity or not all(queues):
-            return False
+        # A plain loop, not ``max(map(len, queues)) >= capacity or not all(queues)``: on
+        # CPython 3.11 the two C-level scans cost ~1,800 more instructions per message for
+        # ten queues (max's argument parsing, a call and an int comparison per item).
+        capacity = self._capacity
+        for queue in self._queues:
+            if not queue or len(queue) >= capacity:
+                return False
         for append in self._appends:
             append(message)
         return True

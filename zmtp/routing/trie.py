@@ -279,10 +279,12 @@ class PipeTrie(_RadixTrie[set[P]], Generic[P]):
         """
         node = self._root
         found: set[P] | None = node.value
+        children = node.children
+        if not children:  # only b"" (everyone subscribed to everything) or nothing at all
+            return () if found is None else found
         merged = False
         pos = 0
         n = len(data)
-        children = node.children
         while pos < n:
             child = children.get(data[pos])
             if child is None:

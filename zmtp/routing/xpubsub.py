@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ..engine.pipe import Pipe
@@ -505,25 +504,25 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
 
     def try_send_sharing(self, parts: Message) -> bool:
         """:meth:`try_send` while encodings are shared (see :meth:`_update_sharing`, which
-        installs it): a message for two subscribers or more is encoded once."""
-        pipes = self._trie.match(parts[0])
+        installs it): a message for two subscribers or more is encoded once.
+
+        That is :meth:`FanOut.fan_out` for tcp/ipc pipes with one encoding for all (see the
+        class docstring), in this one function (a Python call per published message less).
+        Every pipe here queues on its outbox (``_can_share``), so the queue's ``put`` is
+        inlined: the append, and the consumer's wake-up on the empty -> non-empty edge. For
+        the usual target set (:class:`FanOutCache`), when every target has room and none is
+        empty, the per-pipe loop is replaced by the cache's checks and one bound ``append``
+        per pipe; otherwise the loop below applies every rule per pipe."""
+        trie = self._trie
+        pipes = trie.match(parts[0])
         if len(pipes) < 2 or self.socket.extension is not None:
             return not pipes or self.fan_out(pipes, parts, self._nodrop)
-        return self._fan_out_shared(pipes, parts)
-
-    def _fan_out_shared(self, pipes: Collection[Pipe], parts: Message) -> bool:
-        """:meth:`FanOut.fan_out` for tcp/ipc pipes with one encoding for all (see the class
-        docstring). Every pipe here queues on its outbox (``_can_share``), so the queue's
-        ``put`` is inlined: the append, and the consumer's wake-up on the empty -> non-empty
-        edge. For the usual target set (:class:`FanOutCache`), when every target has room and
-        none is empty, the per-pipe loop is replaced by the cache's C-level checks and one
-        bound ``append`` per pipe; otherwise the loop below applies every rule per pipe."""
         if len(parts) == 1:
             small = len(parts[0]) <= SHARED_ENCODING_MAX
         else:
             small = sum(map(len, parts)) <= SHARED_ENCODING_MAX
         shared = encoded_message(parts) if small else parts
-        if self._cache.offer(pipes, self._trie.version, shared):
+        if self._cache.offer(pipes, trie.version, shared):
             return True  # every target had room and a writer already woken
         if self._nodrop:
             for pipe in pipes:  # (inlined: a generator and the ``full`` property cost more)
