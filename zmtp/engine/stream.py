@@ -90,8 +90,8 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
-from anyio.abc import ByteStream, SocketAttribute
-from anyio.lowlevel import checkpoint
+from anyio.abc import ByteStream, SocketAttribute, SocketStream
+from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint
 
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
 from ..protocol.connection import Connection
@@ -223,6 +223,8 @@ class StreamConnection:
         #: can answer (a ping-pong); a receive-only one (PULL, SUB) keeps its reader reading
         #: ahead while the application consumes (callgrind_receiver.py: +8 % otherwise).
         self._lease_rests = socket.strategy.can_send
+        #: trio: the raw socket that lent reads use (see _lent_receive), once handshaken.
+        self._lent_sock: Any = None
         #: An eager write sent messages since the last lent read: the next lent read spins
         #: (see the module docstring, answer spin). ``_fifo``: the loop is asyncio's.
         self._answer_due = False
@@ -422,7 +424,10 @@ class StreamConnection:
                     if data is not None:
                         self._spin_misses = 0
             if data is None:
-                data = await self.stream.receive(self._read_size)
+                if self._lent_sock is not None:
+                    data = await self._lent_receive(self._lent_sock)
+                else:
+                    data = await self.stream.receive(self._read_size)
             return data
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
@@ -434,6 +439,38 @@ class StreamConnection:
             # Else the lease rests (see the module docstring): the application is about to
             # come back for the next read, and waking the reader only to park it again would
             # cost a task switch per round trip.
+
+    async def _lent_receive(self, sock: Any) -> bytes:
+        """trio: a lent read on the raw socket, as the stream's ``receive`` would do it but
+        without its layers (anyio's stream and resource guard, trio's socket wrapper and its
+        retry helper), which ran on the round trip's critical path: between the socket
+        turning readable and our parse, and again before the wait (docs/performance.md,
+        round-trip latency). anyio's trio stream keeps no buffer of its own, so reading its
+        socket directly keeps the order; the stream's close wakes the wait (trio's
+        ``notify_closing``: ``ClosedResourceError``). As trio's receive does, a read that finds
+        data at once yields afterwards (shielded: the bytes are ours now), so a peer that
+        keeps us busy cannot starve the other tasks; a read that waits yields in the wait."""
+        read_size = self._read_size
+        try:
+            try:
+                data: bytes = sock.recv(read_size)
+            except BlockingIOError:
+                while True:
+                    if sock.fileno() < 0:
+                        raise anyio.ClosedResourceError from None
+                    await anyio.wait_readable(sock)
+                    try:
+                        data = sock.recv(read_size)
+                        break
+                    except BlockingIOError:
+                        continue
+            else:
+                await cancel_shielded_checkpoint()
+        except OSError as exc:
+            _raise_stream_error(sock, exc)
+        if not data:
+            raise anyio.EndOfStream
+        return data
 
     async def _poll_raw(self, deadline: float) -> bytes | None:
         """The trio half of the answer spin: non-blocking reads of the raw socket between
@@ -609,6 +646,8 @@ class StreamConnection:
         pipe.stream = self
         # Lent reads need a peer that answers PING (ZMTP 3.1): see kick().
         self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
+        if self._lend_ok and not self._fifo and isinstance(self.stream, SocketStream):
+            self._lent_sock = _raw_socket(self.stream)[0]  # a wrapper may buffer: not then
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
         if socket.strategy.can_send:
