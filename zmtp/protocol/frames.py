@@ -573,10 +573,14 @@ class FrameDecoder:
                         if stop == n:
                             out.append(data[2:] if self.bare_single_part else [data[2:]])
                             return out
-                    elif flags == MORE and stop + 1 < n and not data[stop]:
-                        if stop + 2 + data[stop + 1] == n:
-                            out.append([data[2:stop], data[stop + 2 :]])
-                            return out
+                    elif (
+                        flags == MORE
+                        and stop + 1 < n
+                        and not data[stop]
+                        and stop + 2 + data[stop + 1] == n
+                    ):
+                        out.append([data[2:stop], data[stop + 2 :]])
+                        return out
             elif len(data) > _JOIN_LIMIT:
                 pos = self._complete_held(data, out)
             else:
