@@ -232,6 +232,8 @@ class StreamConnection:
         #: Answer spins in a row that ended without the answer (see _SPIN_MISSES_TOLERATED).
         self._spin_misses = 0
         self._fifo = _fifo_scheduler()
+        #: anyio.current_time without its per-call backend look-up (see _loop_clock).
+        self._clock = _loop_clock()
         #: Back-pressure on control replies (see _wait_replies_written): whether the writer is
         #: inside a write of control output only (no messages) that the peer has not taken
         #: yet, and the reader's wakeup while it waits for that write to finish.
@@ -366,11 +368,16 @@ class StreamConnection:
         (the reader, or the application's recv during a lent read). Returns whether anything
         was delivered, or None if the connection must end."""
         conn = self.conn
-        events = conn.receive_data(data, anyio.current_time())
+        events = conn.receive_data(data, self._clock())
         if events and self._handle_events(events):
             return None
         if conn.has_output:
             self._wake_writer()
+        elif len(events) == 1 and type(events[0]) is MessagesReceived:
+            # Data only: the read armed no timer (a PING, whose TTL arms one, always leaves
+            # a PONG to write, and the handshake has its own events), so the deadline
+            # scan of _rearm_timer is skipped on the round trip's critical path.
+            return True
         self._rearm_timer()
         return bool(events)
 
@@ -715,8 +722,14 @@ class StreamConnection:
         if fd < 0:  # closed under us (the reader will see it): leave it to the writer
             return False
         conn = self.conn
-        data = conn.data_to_send(anyio.current_time() if conn.ping_unwritten else None)
-        batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
+        data = conn.data_to_send(self._clock() if conn.ping_unwritten else None)
+        outbox = pipe.outbox
+        # One message (an answer, in a ping-pong): popped without take()'s batch sizing.
+        batch = (
+            [outbox.get()]
+            if len(outbox.items) == 1
+            else outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
+        )
         if batch:
             encoded = self._encode_batch(pipe, batch)
             data = data + encoded if data else encoded
@@ -884,6 +897,20 @@ def _fifo_scheduler() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _loop_clock() -> Callable[[], float]:
+    """The running loop's clock, the one ``anyio.current_time`` reads (asyncio: the loop's
+    ``time``; trio: ``trio.current_time``), without anyio's look-up of the backend on every
+    call: every read passes the time to the protocol, on a round trip's critical path."""
+    try:
+        import asyncio
+
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        import trio
+
+        return trio.current_time
 
 
 def _keep_loop_polling(seconds: float) -> Callable[[], None]:

@@ -124,11 +124,20 @@ def encode_messages(messages: Iterable[Sequence[bytes]]) -> bytes:
     out: list[bytes] = []
     append = out.append
     for parts in messages:
-        if len(parts) == 1:
+        count = len(parts)
+        if count == 1:
             part = parts[0]
             n = len(part)
             append(_SHORT_LAST[n] if n < 256 else _LONG_LAST + _pack_u64(n))
             append(part)
+        elif count == 2 and len(parts[0]) < 256 and len(parts[1]) < 256:
+            # Two short parts (REQ/REP's delimiter and body, a ROUTER's id and body), without
+            # append_message's loop.
+            head, body = parts
+            append(_SHORT_MORE[len(head)])
+            append(head)
+            append(_SHORT_LAST[len(body)])
+            append(body)
         else:
             append_message(out, parts)
     return b"".join(out)
