@@ -54,6 +54,9 @@ close or the connection ending closes the stream, which ends the read, and a mes
 another peer of the socket *kicks* it (``kick``: a PING to the lender's peer, whose PONG ends
 the read; peers without PING, ZMTP 3.0, are never lent).
 
+On trio a lent read reads the raw socket itself (``_lent_receive``): anyio's and trio's socket
+layers cost more on that critical path than the read does.
+
 Answer spin (latency): a lent read that follows an eager write (we have just answered or asked,
 so the peer's next message is likely a few tens of us away) keeps the event loop polling for up
 to the ``answer_spin`` option (off by default; 200 us measured) before the process may sleep:
