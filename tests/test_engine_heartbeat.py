@@ -137,3 +137,21 @@ async def test_traffic_cancels_a_peer_ping_ttl() -> None:
             await assert_no_event(monitor, zmtp.Disconnected, 0.1)
             with anyio.fail_after(TIMEOUT):
                 assert [await pull.recv() for _ in range(5)] == [b"%d" % i for i in range(5)]
+
+
+async def test_a_ping_ttl_read_together_with_a_message_is_armed() -> None:
+    """A read that brings a message and a PING with TTL (one write by the peer) arms the TTL:
+    the engine skips re-reading the timer deadlines after a read of data only, and a PING,
+    which never surfaces as an event, must not pass for one (it leaves a PONG to write)."""
+    async with zmtp.Socket(zmtp.PULL, linger=0) as pull:
+        monitor = pull.monitor()
+        endpoint = await pull.bind("tcp://127.0.0.1:*")
+        async with raw_client(endpoint) as peer:
+            with anyio.fail_after(TIMEOUT):
+                await peer.handshake("PUSH")
+                await peer.send(wire.message(b"first") + wire.ping(3))  # then silence
+                start = anyio.current_time()
+                assert await pull.recv() == b"first"
+                event = await wait_event(monitor, zmtp.Disconnected)
+                assert "TTL" in event.reason
+                assert anyio.current_time() - start >= 0.3 - 0.02

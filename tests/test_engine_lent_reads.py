@@ -381,3 +381,49 @@ async def test_a_lender_that_never_answers_the_kick_is_dropped() -> None:
             assert got == [[b"other", b"hello"]]
         finally:
             await peer.aclose()
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+async def test_trio_lent_reads_read_the_raw_socket(
+    transport: str, monkeypatch: pytest.MonkeyPatch, anyio_backend: str
+) -> None:
+    """On trio a lent read reads the connection's socket itself (``_lent_receive``, without
+    anyio's and trio's socket layers), both when it has to wait and when the bytes are there
+    already; asyncio keeps the stream's own receive. Nothing is lost or reordered either way."""
+    if anyio_backend == "asyncio" and transport == "ipc":
+        pytest.skip("asyncio never lends ipc reads (test_request_reply_reads_are_lent_...)")
+    # The resting lease must not go back to the reader while the test waits for the bytes.
+    monkeypatch.setattr(stream_module, "_LEASE_RECHECK", TIMEOUT)
+    raw_reads: list[bool] = []  # per raw lent read: whether the bytes were waiting already
+    original = StreamConnection._lent_receive
+
+    async def counted(self: StreamConnection, sock: Any) -> bytes:
+        raw_reads.append(stream_module._input_waiting(sock.fileno()))
+        return await original(self, sock)
+
+    monkeypatch.setattr(StreamConnection, "_lent_receive", counted)
+    async with linked(zmtp.PAIR, zmtp.PAIR, transport) as (bound, connecting):
+        got: list[list[bytes]] = []
+
+        async def receive() -> None:
+            for _ in range(5):
+                await connecting.send_multipart(await recv_within(connecting))
+            got.append(await recv_within(connecting))  # a lent read that waits
+            connection = connecting.engine.resting_lender
+            assert connection is not None
+            fd = stream_module._socket_fd(connection.stream)
+            await until(lambda: stream_module._input_waiting(fd))
+            got.append(await recv_within(connecting))  # a lent read that finds the bytes
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            await drive(bound, connecting)
+            await bound.send(b"waited for")
+            await until(lambda: len(got) == 1)
+            await bound.send(b"already there")
+        assert got == [[b"waited for"], [b"already there"]]
+    if anyio_backend == "asyncio":
+        assert raw_reads == []
+        return
+    assert len(raw_reads) >= 2, raw_reads
+    assert raw_reads[-2:] == [False, True]

@@ -54,6 +54,9 @@ close or the connection ending closes the stream, which ends the read, and a mes
 another peer of the socket *kicks* it (``kick``: a PING to the lender's peer, whose PONG ends
 the read; peers without PING, ZMTP 3.0, are never lent).
 
+On trio a lent read reads the raw socket itself (``_lent_receive``): anyio's and trio's socket
+layers cost more on that critical path than the read does.
+
 Answer spin (latency): a lent read that follows an eager write (we have just answered or asked,
 so the peer's next message is likely a few tens of us away) keeps the event loop polling for up
 to the ``answer_spin`` option (off by default; 200 us measured) before the process may sleep:
@@ -90,8 +93,8 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
-from anyio.abc import ByteStream, SocketAttribute
-from anyio.lowlevel import checkpoint
+from anyio.abc import ByteStream, SocketAttribute, SocketStream
+from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint
 
 from ..monitor import Disconnected, HandshakeFailed, HandshakeSucceeded, PeerInfo
 from ..protocol.connection import Connection
@@ -127,6 +130,10 @@ logger = logging.getLogger("zmtp")
 #: application that was ping-ponging does something else. A ping-pong wakes the reader once
 #: per this interval instead of once per round trip.
 _LEASE_RECHECK = 0.005
+#: A trio lent read that finds the peer's bytes already there yields once in 16 such reads
+#: (see StreamConnection._lent_receive): a task served by a fast peer still lets the others
+#: run every 16 messages, without a loop pass on every round trip.
+_READY_READ_YIELD_MASK = 15
 #: The answer spin backs off (see the module docstring): after this many spins in a row that
 #: ended without the answer, only every ``_SPIN_PROBE_EVERY``-th lent read spins, until one
 #: gets its answer again. On a machine with more runnable processes than CPUs the peer may
@@ -223,6 +230,10 @@ class StreamConnection:
         #: can answer (a ping-pong); a receive-only one (PULL, SUB) keeps its reader reading
         #: ahead while the application consumes (callgrind_receiver.py: +8 % otherwise).
         self._lease_rests = socket.strategy.can_send
+        #: trio: the raw socket that lent reads use (see _lent_receive), once handshaken.
+        self._lent_sock: Any = None
+        #: Lent reads that found the bytes at once (see _READY_READ_YIELD_MASK).
+        self._ready_reads = 0
         #: An eager write sent messages since the last lent read: the next lent read spins
         #: (see the module docstring, answer spin). ``_fifo``: the loop is asyncio's.
         self._answer_due = False
@@ -230,6 +241,8 @@ class StreamConnection:
         #: Answer spins in a row that ended without the answer (see _SPIN_MISSES_TOLERATED).
         self._spin_misses = 0
         self._fifo = _fifo_scheduler()
+        #: anyio.current_time without its per-call backend look-up (see _loop_clock).
+        self._clock = _loop_clock()
         #: Back-pressure on control replies (see _wait_replies_written): whether the writer is
         #: inside a write of control output only (no messages) that the peer has not taken
         #: yet, and the reader's wakeup while it waits for that write to finish.
@@ -364,11 +377,16 @@ class StreamConnection:
         (the reader, or the application's recv during a lent read). Returns whether anything
         was delivered, or None if the connection must end."""
         conn = self.conn
-        events = conn.receive_data(data, anyio.current_time())
+        events = conn.receive_data(data, self._clock())
         if events and self._handle_events(events):
             return None
         if conn.has_output:
             self._wake_writer()
+        elif len(events) == 1 and type(events[0]) is MessagesReceived:
+            # Data only: the read armed no timer (a PING, whose TTL arms one, always leaves
+            # a PONG to write, and the handshake has its own events), so the deadline
+            # scan of _rearm_timer is skipped on the round trip's critical path.
+            return True
         self._rearm_timer()
         return bool(events)
 
@@ -422,7 +440,10 @@ class StreamConnection:
                     if data is not None:
                         self._spin_misses = 0
             if data is None:
-                data = await self.stream.receive(self._read_size)
+                if self._lent_sock is not None:
+                    data = await self._lent_receive(self._lent_sock)
+                else:
+                    data = await self.stream.receive(self._read_size)
             return data
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
@@ -434,6 +455,44 @@ class StreamConnection:
             # Else the lease rests (see the module docstring): the application is about to
             # come back for the next read, and waking the reader only to park it again would
             # cost a task switch per round trip.
+
+    async def _lent_receive(self, sock: Any) -> bytes:
+        """trio: a lent read on the raw socket, as the stream's ``receive`` would do it but
+        without its layers (anyio's stream and resource guard, trio's socket wrapper and its
+        retry helper), which ran on the round trip's critical path: between the socket
+        turning readable and our parse, and again before the wait (docs/performance.md,
+        round-trip latency). anyio's trio stream keeps no buffer of its own, so reading its
+        socket directly keeps the order; the stream's close wakes the wait (trio's
+        ``notify_closing``: ``ClosedResourceError``). As trio's receive does, a read that finds
+        data at once yields afterwards (shielded: the bytes are ours now), so a peer that
+        keeps us busy cannot starve the other tasks, but only every 16th time
+        (``_READY_READ_YIELD_MASK``): against a fast peer (libzmq) the answer is usually there
+        when we read, and a yield per read cost a loop pass on every round trip. ``recv``'s
+        own cadence sees a cancel within 64 receives and yields every 1024 taken from the
+        inbox; a read that waits yields in the wait."""
+        read_size = self._read_size
+        try:
+            try:
+                data: bytes = sock.recv(read_size)
+            except BlockingIOError:
+                while True:
+                    if sock.fileno() < 0:
+                        raise anyio.ClosedResourceError from None
+                    await anyio.wait_readable(sock)
+                    try:
+                        data = sock.recv(read_size)
+                        break
+                    except BlockingIOError:
+                        continue
+            else:
+                ready = self._ready_reads = self._ready_reads + 1
+                if not ready & _READY_READ_YIELD_MASK:
+                    await cancel_shielded_checkpoint()
+        except OSError as exc:
+            _raise_stream_error(sock, exc)
+        if not data:
+            raise anyio.EndOfStream
+        return data
 
     async def _poll_raw(self, deadline: float) -> bytes | None:
         """The trio half of the answer spin: non-blocking reads of the raw socket between
@@ -609,6 +668,8 @@ class StreamConnection:
         pipe.stream = self
         # Lent reads need a peer that answers PING (ZMTP 3.1): see kick().
         self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
+        if self._lend_ok and not self._fifo and isinstance(self.stream, SocketStream):
+            self._lent_sock = _raw_socket(self.stream)[0]  # a wrapper may buffer: not then
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
         if socket.strategy.can_send:
@@ -676,8 +737,14 @@ class StreamConnection:
         if fd < 0:  # closed under us (the reader will see it): leave it to the writer
             return False
         conn = self.conn
-        data = conn.data_to_send(anyio.current_time() if conn.ping_unwritten else None)
-        batch = pipe.outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
+        data = conn.data_to_send(self._clock() if conn.ping_unwritten else None)
+        outbox = pipe.outbox
+        # One message (an answer, in a ping-pong): popped without take()'s batch sizing.
+        batch = (
+            [outbox.get()]
+            if len(outbox.items) == 1
+            else outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
+        )
         if batch:
             encoded = self._encode_batch(pipe, batch)
             data = data + encoded if data else encoded
@@ -845,6 +912,20 @@ def _fifo_scheduler() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _loop_clock() -> Callable[[], float]:
+    """The running loop's clock, the one ``anyio.current_time`` reads (asyncio: the loop's
+    ``time``; trio: ``trio.current_time``), without anyio's look-up of the backend on every
+    call: every read passes the time to the protocol, on a round trip's critical path."""
+    try:
+        import asyncio
+
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        import trio
+
+        return trio.current_time
 
 
 def _keep_loop_polling(seconds: float) -> Callable[[], None]:
