@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 import zmtp
 from zmtp.engine.pipe import Pipe
-from zmtp.engine.queue import Message
+from zmtp.engine.queue import Message, Received
 from zmtp.errors import CLOSED
 from zmtp.routing.req_rep import Rep, Req
 from zmtp.socket import as_message
@@ -65,12 +65,27 @@ class Handle:
     :meth:`reject` yourself. A second verdict raises :class:`VerdictError`.
     """
 
-    __slots__ = ("_decide", "decided", "parts")  # one per message at level 3: no __dict__
+    #: One per message at level 3: no ``__dict__``. ``_message`` is the message as it was
+    #: received: over tcp/ipc a one-part message is its bare ``bytes``
+    #: (``zmtp.engine.queue.Received``), turned into its list by :attr:`parts` when asked.
+    __slots__ = ("_decide", "_message", "decided")
 
     def __init__(self, parts: Message, decide: Callable[[int | None, bytes], None]) -> None:
-        self.parts = parts
+        self._message: Received = parts
         self._decide = decide
         self.decided = False
+
+    @property
+    def parts(self) -> Message:
+        """The message's parts (the same list on every access)."""
+        message = self._message
+        if type(message) is bytes:
+            message = self._message = [message]
+        return message  # type: ignore[return-value]  # a list once not bytes
+
+    @parts.setter
+    def parts(self, parts: Message) -> None:
+        self._message = parts
 
     def _give(self, code: int | None, text: bytes) -> None:
         if self.decided:
@@ -120,10 +135,11 @@ class _PipeHandle(Handle):
 
     __slots__ = ("_digest", "_pipe", "_runtime")
 
-    def __init__(self, parts: Message, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+    def __init__(self, parts: Received, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
         """With a ``processing_timeout`` in the runtime's config the handle arms its own
-        deadline on the runtime's timer (``runtime.schedule``, the socket's)."""
-        self.parts = parts
+        deadline on the runtime's timer (``runtime.schedule``, the socket's). ``parts``
+        may be a bare one-part message (see :attr:`Handle.parts`)."""
+        self._message = parts
         self.decided = False
         self._runtime = runtime
         self._pipe = pipe
@@ -468,7 +484,7 @@ class Socket:
             self.raw.wake_readers()  # cheap when no reader waits
         return taken
 
-    def _deliver_handles(self, pipe: Pipe, messages: list[Message], digests: list[bytes]) -> int:
+    def _deliver_handles(self, pipe: Pipe, messages: list[Received], digests: list[bytes]) -> int:
         """A read's new level-3 messages from ``pipe`` as handles, in one call: as many as
         ``recv_hwm`` has room for (how many is returned; the runtime NACKs the rest), and the
         waiting receivers woken once. The handles are made without ``__init__`` (a Python
@@ -487,7 +503,7 @@ class Socket:
         append = handles.append
         for message, digest in zip(messages, digests, strict=False):
             handle = new(_PipeHandle)
-            handle.parts = message
+            handle._message = message  # bare or a list: Handle.parts gives the list
             handle.decided = False
             handle._runtime = runtime
             handle._pipe = pipe
