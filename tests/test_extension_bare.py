@@ -196,3 +196,69 @@ async def test_qos_level3_handle_parts_is_one_list(stream_endpoint: str) -> None
             letter = await receipts[1]  # type: ignore[misc]
         assert isinstance(letter, zmtp_qos.DeadLetter)
         assert letter.parts == [b"a", b"b"]
+
+
+def test_a_command_run_ends_where_other_frames_begin() -> None:
+    """FrameDecoder's run of registered commands stops at the first frame that differs in
+    any header byte (another command of the same size, a message), exactly where the
+    frame-by-frame check stopped; what follows is decoded as before."""
+    from zmtp.protocol.frames import (
+        Command,
+        CommandRun,
+        FrameDecoder,
+        encode_command,
+        encode_message,
+        expand_runs,
+    )
+
+    clr = [encode_command(b"CLR", b"x" + bytes([i]) * 8) for i in range(5)]
+    clrs = [Command(b"CLR", b"x" + bytes([i]) * 8) for i in range(5)]
+    last = Command(b"CLR", b"x" + bytes(8))
+    other = encode_command(b"CLX", b"x" + bytes(8))  # same size, one name byte differs
+    message = encode_message([b"m" * 13])  # 15 bytes, as a CLR frame
+    cases = [
+        (b"", 6, []),  # one run to the read's end
+        (message, 5, [b"m" * 13, last]),
+        (other, 5, [Command(b"CLX", b"x" + bytes(8)), last]),
+    ]
+    for tail, count, rest in cases:
+        decoder = FrameDecoder(-1, 65536)
+        decoder.fast_commands = True
+        decoder.bare_single_part = True
+        decoder.set_command_runs({b"CLR": 9})
+        items = decoder.feed(b"".join(clr) + tail + clr[0])
+        run = items[0]
+        assert isinstance(run, CommandRun) and run.count == count
+        assert list(expand_runs([run])) == [*clrs, last][:count]
+        assert list(expand_runs(items[1:])) == rest
+
+
+def test_dispatch_keeps_messages_around_pings_in_one_batch() -> None:
+    """Connection._dispatch slices the messages between commands: a PING between messages
+    leaves them one batch, another command splits them, bare and list messages as decoded."""
+    from zmtp.protocol import CommandsReceived, MessagesReceived
+    from zmtp.protocol.commands import ping
+    from zmtp.protocol.connection import Connection
+    from zmtp.protocol.frames import Command, encode_command, encode_message
+
+    push, pull = Connection("PUSH", now=0.0), Connection("PULL", now=0.0)
+    for _ in range(4):
+        pull.receive_data(push.data_to_send())
+        push.receive_data(pull.data_to_send())
+    pull.batch_commands = True
+    pull.bare_single_part = True
+    wire = (
+        encode_message([b"a"])
+        + ping()
+        + encode_message([b"b", b"c"])
+        + encode_message([b"d"])
+        + encode_command(b"X-A", b"1")
+        + ping()
+        + encode_command(b"X-B", b"2")
+        + encode_message([b"e"])
+    )
+    assert pull.receive_data(wire) == [
+        MessagesReceived([b"a", [b"b", b"c"], b"d"]),
+        CommandsReceived([Command(b"X-A", b"1"), Command(b"X-B", b"2")]),
+        MessagesReceived([b"e"]),
+    ]
