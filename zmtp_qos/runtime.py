@@ -982,7 +982,8 @@ class QoSRuntime(SocketExtension):
         (and those of its copies) is queued, written with the others of its connection by
         :meth:`flush_verdicts` (one frame batch per connection instead of one per message).
         The first verdict after a flush wakes the socket's flusher; 256 queued are written
-        at once (a bound on what a verdict loop that never yields can hold back)."""
+        at once (a bound on what a verdict loop that never yields can hold back).
+        ``zmtp_qos.socket._PipeHandle.complete`` inlines the usual case (keep them in step)."""
         queue = self.comps.get(pipe)
         if queue is None:
             self.comps[pipe] = [digest]
