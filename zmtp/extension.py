@@ -13,7 +13,9 @@ attribute against None. The hooks (docs/extensions.md lists them too):
 4. Routing hooks: :meth:`before_send` (a message is about to be written to a peer, wire parts
    available), :meth:`on_receive` (a message arrived; return False to consume it), their
    batch forms :meth:`before_send_batch` / :meth:`on_receive_batch` (tcp/ipc call these),
-   :meth:`pipe_connected` / :meth:`pipe_disconnected` / :meth:`pipe_removed`, :meth:`can_send`
+   :meth:`on_received_batch` (the same for an extension that sets :attr:`bare_single_part`:
+   one-part messages as bare ``bytes``), :meth:`pipe_connected` / :meth:`pipe_disconnected` /
+   :meth:`pipe_removed`, :meth:`can_send`
    (send-slot gating; call ``socket.wake_senders()`` when a gate opens), :meth:`can_receive`
    (read gating: a tcp/ipc connection reads no more input while it is False; call
    ``socket.wake_readers()`` when it opens), and :meth:`linger` (``close()`` waits on it
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from .engine.pipe import Pipe
-from .engine.queue import Message
+from .engine.queue import Message, Received, as_parts
 from .monitor import PeerInfo
 from .protocol.frames import Command, expand_runs
 
@@ -40,6 +42,16 @@ class SocketExtension:
     #: defined): a send path may then skip the call for an extension that never gates, as
     #: the load balancer's single-peer path does (one Python call fewer per message).
     gates_sends: ClassVar[bool] = False
+    #: Whether this extension takes a tcp/ipc read's messages as ``zmtp.engine.queue.Received``
+    #: items through :meth:`on_received_batch`: a one-part message as its bare ``bytes``,
+    #: a multipart one as its list. Only for socket types whose own receive path is bare
+    #: (``RoutingStrategy.bare_single_part``: PULL, SUB, PAIR, DEALER, ROUTER, CHANNEL,
+    #: CLIENT, GATHER, ...); elsewhere the extension keeps getting lists through
+    #: :meth:`on_receive_batch`. Why: an extension that looks at every message (QoS digests
+    #: each one) otherwise forces a list per message on the decoder, the inbox and the
+    #: collector, which a socket without an extension does not pay (docs/extensions.md).
+    #: inproc and udp still call :meth:`on_receive` with lists. Off by default.
+    bare_single_part: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -116,6 +128,16 @@ class SocketExtension:
         """
         on_receive = self.on_receive
         return [message for message in messages if on_receive(pipe, message)]
+
+    def on_received_batch(self, pipe: Pipe, messages: list[Received]) -> list[Received]:
+        """:meth:`on_receive_batch` for an extension that set :attr:`bare_single_part` (and a
+        socket type with a bare receive path): the messages of one tcp/ipc read, each a
+        one-part message as its bare ``bytes`` or a multipart one as its list of parts;
+        return those to deliver, in order, in either form (the receive API gives the
+        application the same types either way). The default hands lists to
+        :meth:`on_receive_batch`, so setting the flag alone changes nothing an extension sees.
+        """
+        return list(self.on_receive_batch(pipe, [as_parts(m) for m in messages]))
 
     def can_send(self, pipe: Pipe) -> bool:
         """Whether the socket may route a new message to ``pipe`` now (send-slot gating)."""

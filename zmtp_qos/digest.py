@@ -119,6 +119,24 @@ def digests_s(messages: Sequence[Sequence[bytes]]) -> list[bytes]:
     return list(map(digest_s, messages))
 
 
+def received_digests_x(messages: Sequence[bytes | Sequence[bytes]]) -> list[bytes]:
+    """:func:`digests_x` of a read taken bare (``zmtp.engine.queue.Received``: a one-part
+    message is its only part as ``bytes``, a multipart one its list): the digest of a bare
+    message is XXH64 of its 2-byte header and the part, with no list to unpack; a batch with
+    a multipart or long message somewhere goes one by one."""
+    heads = _SHORT_HEADS
+    pack = _u64_le
+    try:
+        return [pack(_xxh64(heads[len(m)] + m)) for m in messages]  # type: ignore[operator]
+    except (TypeError, IndexError):  # a list (multipart) or a part over 255 bytes
+        return [digest_x((m,) if isinstance(m, bytes) else m) for m in messages]
+
+
+def received_digests_s(messages: Sequence[bytes | Sequence[bytes]]) -> list[bytes]:
+    """:func:`digests_s` of a read taken bare (see :func:`received_digests_x`)."""
+    return [digest_s((m,) if isinstance(m, bytes) else m) for m in messages]
+
+
 #: Per algorithm, the sender's batch keys (:func:`keys_x`) and the receiver's batch digests.
 BATCH_KEYERS: dict[str, Callable[[Sequence[Sequence[bytes]]], list[int]]] = {
     XXH64: keys_x,
@@ -127,6 +145,11 @@ BATCH_KEYERS: dict[str, Callable[[Sequence[Sequence[bytes]]], list[int]]] = {
 BATCH_DIGESTERS: dict[str, Callable[[Sequence[Sequence[bytes]]], list[bytes]]] = {
     XXH64: digests_x,
     SHA1: digests_s,
+}
+#: Per algorithm, the receiver's batch digests of a read taken bare (:func:`received_digests_x`).
+RECEIVED_DIGESTERS: dict[str, Callable[[Sequence[bytes | Sequence[bytes]]], list[bytes]]] = {
+    XXH64: received_digests_x,
+    SHA1: received_digests_s,
 }
 
 

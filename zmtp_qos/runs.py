@@ -33,11 +33,22 @@ def _layout(frame_size: int, skip: int, size: int) -> struct.Struct:
     return struct.Struct(f"{skip}x{size}s{frame_size - skip - size}x")
 
 
+@lru_cache(maxsize=256)
+def _digests_layout(frame_size: int, count: int) -> struct.Struct:
+    """``count`` frames of ``frame_size`` bytes, each read as its last 8 bytes (the digest):
+    one flat tuple of bytes for the whole run."""
+    return struct.Struct(f"{frame_size - DIGEST_SIZE}x{DIGEST_SIZE}s" * count)
+
+
 def digests(run: CommandRun) -> list[bytes]:
-    """The 8-byte digest of every frame of ``run``, in order."""
-    offset = run.frame_size - REF_SIZE + 1  # past the header and the algorithm letter
-    layout = _layout(run.frame_size, offset, DIGEST_SIZE)
-    return list(map(_first, layout.iter_unpack(run.data)))
+    """The 8-byte digest of every frame of ``run``, in order: one ``struct`` call for a run
+    of up to 256 frames (the receiver's CLRs), no tuple per frame."""
+    count, size = run.count, run.frame_size
+    if count > 256:  # a very long run: the cache would hold huge layouts
+        offset = size - REF_SIZE + 1  # past the header and the algorithm letter
+        layout = _layout(size, offset, DIGEST_SIZE)
+        return list(map(_first, layout.iter_unpack(run.data)))
+    return list(_digests_layout(size, count).unpack_from(run.data))
 
 
 @lru_cache(maxsize=256)

@@ -38,7 +38,7 @@ import anyio
 
 from zmtp import SocketExtension
 from zmtp.engine.pipe import Pipe, PipeClosed
-from zmtp.engine.queue import Message
+from zmtp.engine.queue import Message, Received
 from zmtp.monitor import MonitorEvent, PeerInfo
 from zmtp.protocol.frames import Command, CommandRun, encode_command, expand_runs
 
@@ -47,7 +47,14 @@ from .anchor import describe, peer_anchor
 from .codes import is_retryable
 from .config import QoSConfig, backoff_delay
 from .dedup import DedupStore
-from .digest import BATCH_DIGESTERS, BATCH_KEYERS, DIGEST_SIZE, DIGESTERS, key_of
+from .digest import (
+    BATCH_DIGESTERS,
+    BATCH_KEYERS,
+    DIGEST_SIZE,
+    DIGESTERS,
+    RECEIVED_DIGESTERS,
+    key_of,
+)
 from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
@@ -191,12 +198,15 @@ class PeerState:
     #: and as the receiver answers them (bytes, :func:`zmtp_qos.digest.digests_x`).
     keys: Callable[[Sequence[Message]], list[int]] = BATCH_KEYERS["x"]
     digests: Callable[[Sequence[Message]], list[bytes]] = BATCH_DIGESTERS["x"]
+    #: The receiver's batch digests of a read taken bare (:meth:`QoSRuntime.on_received_batch`).
+    received_digests: Callable[[Sequence[Received]], list[bytes]] = RECEIVED_DIGESTERS["x"]
     key: object = None  #: the tracker key: the pipe (level 1) or the anchor (levels 2-3)
     delivered: Delivered = field(default_factory=lambda: _NOBODY)  #: set by validate_peer
     ack_prefix: bytes = b""
     comp_prefix: bytes = b""
 
     def __post_init__(self) -> None:
+        self.received_digests = RECEIVED_DIGESTERS[self.algorithm]
         algo = self.algorithm.encode("ascii")
         self.ack_prefix = _frame_prefix(commands.ACK, 9) + algo
         self.comp_prefix = _frame_prefix(commands.COMP, 9) + algo
@@ -227,7 +237,7 @@ class QoSRuntime(SocketExtension):
         identity: bytes,
         on_dead_letter: Callable[[DeadLetter, Receipt], None],
         wake_senders: Callable[[], None],
-        deliver_handles: Callable[[Pipe, list[Message], list[bytes]], int] | None = None,
+        deliver_handles: Callable[[Pipe, list[Received], list[bytes]], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         schedule: Callable[[float, Callable[[], None]], None] | None = None,
     ) -> None:
@@ -914,36 +924,59 @@ class QoSRuntime(SocketExtension):
     def on_receive(self, pipe: Pipe, message: Message) -> bool:
         return bool(self.on_receive_batch(pipe, [message]))  # inproc and udp: one at a time
 
+    #: A receiver takes its tcp/ipc reads bare (:meth:`on_received_batch`): a one-part
+    #: message is digested as its ``bytes`` and queued so, as on a plain PULL.
+    bare_single_part = True
+
     def on_receive_batch(self, pipe: Pipe, messages: list[Message]) -> list[Message]:
-        """A read's messages: digest each and answer them in one batch of frames (ACK at
-        levels 1-2, after the dedup check at 2); level 3 hands each to the application."""
+        """A read's messages as lists (inproc and udp through :meth:`on_receive`): see
+        :meth:`on_received_batch`, which tcp/ipc reads go to."""
         state: PeerState | None = pipe.extension_state
         if state is None or not self.receiving:
             return messages
-        level = self.level
         if self.socket_type == "GATHER" and any(len(m) != 1 for m in messages):
             # GATHER discards multipart: never acknowledge what it drops.
             messages = [m for m in messages if len(m) == 1]
+        received = cast(list[Received], messages)  # a list of lists is a list of Received
+        return cast(list[Message], self._receive(pipe, state, received, state.digests(messages)))
+
+    def on_received_batch(self, pipe: Pipe, messages: list[Received]) -> list[Received]:
+        """A tcp/ipc read's messages, one-part ones as bare ``bytes``: digest each and answer
+        them in one batch of frames (ACK at levels 1-2, after the dedup check at 2); level 3
+        hands each to the application. What is delivered stays bare in the inbox, as on a
+        plain PULL (the receive API turns it back), so no list is made per message."""
+        state: PeerState | None = pipe.extension_state
+        if state is None or not self.receiving:
+            return messages
+        if self.socket_type == "GATHER" and not all(type(m) is bytes for m in messages):
+            # GATHER discards multipart: never acknowledge what it drops.
+            messages = [m for m in messages if type(m) is bytes or len(m) == 1]
+        return self._receive(pipe, state, messages, state.received_digests(messages))
+
+    def _receive(
+        self, pipe: Pipe, state: PeerState, messages: list[Received], digests: list[bytes]
+    ) -> list[Received]:
+        """The receive of one batch with its ``digests``, whichever form its messages take."""
+        level = self.level
         if level == 1:
-            self._send_frames(pipe, _ack_frames(pipe, state.ack_prefix, state.digests(messages)))
+            self._send_frames(pipe, _ack_frames(pipe, state.ack_prefix, digests))
             return messages
         if level == 2:
             # One batch digest call, one join for the ACKs (a duplicate is answered too, not
             # delivered) and one dedup call for the read (DedupStore.admit_all).
             anchor = state.anchor
             assert anchor is not None
-            digests = state.digests(messages)
             self._send_frames(pipe, _ack_frames(pipe, state.ack_prefix, digests))
             duplicates = self.dedup.admit_all(anchor, digests, self.clock())
             if not duplicates:
                 return messages
             dropped = set(duplicates)
             return [m for i, m in enumerate(messages) if i not in dropped]
-        return self._receive_level3(pipe, state, messages)
+        return self._receive_level3(pipe, state, messages, digests)
 
     def _receive_level3(
-        self, pipe: Pipe, state: PeerState, messages: list[Message]
-    ) -> list[Message]:
+        self, pipe: Pipe, state: PeerState, messages: list[Received], digests: list[bytes]
+    ) -> list[Received]:
         """A read's level-3 messages in one loop: a digest already confirmed is answered COMP
         at once, a copy of one awaiting its verdict joins it (answered by that verdict), and
         the new ones go to the application in one :attr:`deliver_handles` call; those it
@@ -954,7 +987,6 @@ class QoSRuntime(SocketExtension):
         table = self.processing.get(anchor)
         if table is None:
             table = self.processing[anchor] = {}
-        digests = state.digests(messages)
         new = dict.fromkeys(digests, pipe)
         if len(new) == len(digests) and known.isdisjoint(new) and table.keys().isdisjoint(new):
             # The usual read: all new, none a copy of another (tested and recorded in C).
@@ -978,14 +1010,14 @@ class QoSRuntime(SocketExtension):
         return []
 
     def _sort_copies(
-        self, pipe: Pipe, anchor: bytes, messages: list[Message], digests: list[bytes]
-    ) -> tuple[list[Message], list[bytes], list[bytes] | None]:
+        self, pipe: Pipe, anchor: bytes, messages: list[Received], digests: list[bytes]
+    ) -> tuple[list[Received], list[bytes], list[bytes] | None]:
         """A read with known digests in it, one by one: those already confirmed (to answer
         COMP), copies of a message awaiting its verdict (recorded in :attr:`copies`), and
         the new messages with their digests (recorded as awaiting their verdict)."""
         known = self.dedup.known(anchor)
         table = self.processing[anchor]
-        fresh: list[Message] = []
+        fresh: list[Received] = []
         fresh_digests: list[bytes] = []
         confirmed: list[bytes] | None = None  # duplicates of what was completed
         for message, digest in zip(messages, digests, strict=True):
@@ -1006,7 +1038,8 @@ class QoSRuntime(SocketExtension):
         (and those of its copies) is queued, written with the others of its connection by
         :meth:`flush_verdicts` (one frame batch per connection instead of one per message).
         The first verdict after a flush wakes the socket's flusher; 256 queued are written
-        at once (a bound on what a verdict loop that never yields can hold back)."""
+        at once (a bound on what a verdict loop that never yields can hold back).
+        ``zmtp_qos.socket._PipeHandle.complete`` inlines the usual case (keep them in step)."""
         queue = self.comps.get(pipe)
         if queue is None:
             self.comps[pipe] = [digest]

@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 import zmtp
 from zmtp.engine.pipe import Pipe
-from zmtp.engine.queue import Message
+from zmtp.engine.queue import Message, Received
 from zmtp.errors import CLOSED
 from zmtp.routing.req_rep import Rep, Req
 from zmtp.socket import as_message
@@ -65,12 +65,27 @@ class Handle:
     :meth:`reject` yourself. A second verdict raises :class:`VerdictError`.
     """
 
-    __slots__ = ("_decide", "decided", "parts")  # one per message at level 3: no __dict__
+    #: One per message at level 3: no ``__dict__``. ``_message`` is the message as it was
+    #: received: over tcp/ipc a one-part message is its bare ``bytes``
+    #: (``zmtp.engine.queue.Received``), turned into its list by :attr:`parts` when asked.
+    __slots__ = ("_decide", "_message", "decided")
 
     def __init__(self, parts: Message, decide: Callable[[int | None, bytes], None]) -> None:
-        self.parts = parts
+        self._message: Received = parts
         self._decide = decide
         self.decided = False
+
+    @property
+    def parts(self) -> Message:
+        """The message's parts (the same list on every access)."""
+        message = self._message
+        if type(message) is bytes:
+            message = self._message = [message]
+        return message  # type: ignore[return-value]  # a list once not bytes
+
+    @parts.setter
+    def parts(self, parts: Message) -> None:
+        self._message = parts
 
     def _give(self, code: int | None, text: bytes) -> None:
         if self.decided:
@@ -120,10 +135,11 @@ class _PipeHandle(Handle):
 
     __slots__ = ("_digest", "_pipe", "_runtime")
 
-    def __init__(self, parts: Message, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+    def __init__(self, parts: Received, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
         """With a ``processing_timeout`` in the runtime's config the handle arms its own
-        deadline on the runtime's timer (``runtime.schedule``, the socket's)."""
-        self.parts = parts
+        deadline on the runtime's timer (``runtime.schedule``, the socket's). ``parts``
+        may be a bare one-part message (see :attr:`Handle.parts`)."""
+        self._message = parts
         self.decided = False
         self._runtime = runtime
         self._pipe = pipe
@@ -144,7 +160,18 @@ class _PipeHandle(Handle):
         if self.decided:
             raise VerdictError("this message already has a verdict")
         self.decided = True
-        self._runtime.complete(self._pipe, self._digest)
+        runtime = self._runtime
+        queued = runtime.comps_queued
+        if 0 < queued < 255:
+            queue = runtime.comps.get(self._pipe)
+            if queue is not None:
+                # QoSRuntime.complete's usual case inlined (keep the two in step): its
+                # connection has COMPs queued, the flusher is already woken and the bound
+                # of 256 is not reached. One Python call fewer per message.
+                queue.append(self._digest)
+                runtime.comps_queued = queued + 1
+                return
+        runtime.complete(self._pipe, self._digest)
 
 
 class ReplyHandle(Handle):
@@ -246,7 +273,9 @@ class Socket:
         if self.runtime is not None and self._reqrep is None and kind in SENDING_TYPES:
             self.send = self._send_tracked  # type: ignore[method-assign]
         if self.level == 3 and kind in RECEIVING_TYPES:
-            self.recv = self.recv_handle  # type: ignore[method-assign]
+            # recv and recv_handle are the handle queue's own receive: recv_handle's checks
+            # (level, REQ/REP) hold for the socket's life, so they are made here, once.
+            self.recv = self.recv_handle = self._next_handle  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -470,19 +499,24 @@ class Socket:
             handle = ReplyHandle(body, self._reqrep.reply_decider(strategy, body))
             self._reply_handle = handle
             return handle
-        while not self._handles:
+        return await self._next_handle()  # not reached: _delegate binds it as recv_handle
+
+    async def _next_handle(self) -> Handle:
+        """The next handle of a level-3 PULL/GATHER (its ``recv`` and ``recv_handle``)."""
+        handles = self._handles
+        while not handles:
             # One event shared by every waiting receiver (a worker's concurrent tasks):
             # replacing it would strand the receivers waiting on the old one.
             if self._handles_wakeup is None or self._handles_wakeup.is_set():
                 self._handles_wakeup = anyio.Event()
             await self._handles_wakeup.wait()
-        taken = self._handles.popleft()
+        taken = handles.popleft()
         limit = self._receive_limit
-        if limit is not None and len(self._handles) < limit:
+        if limit is not None and len(handles) < limit:
             self.raw.wake_readers()  # cheap when no reader waits
         return taken
 
-    def _deliver_handles(self, pipe: Pipe, messages: list[Message], digests: list[bytes]) -> int:
+    def _deliver_handles(self, pipe: Pipe, messages: list[Received], digests: list[bytes]) -> int:
         """A read's new level-3 messages from ``pipe`` as handles, in one call: as many as
         ``recv_hwm`` has room for (how many is returned; the runtime NACKs the rest), and the
         waiting receivers woken once. The handles are made without ``__init__`` (a Python
@@ -501,7 +535,7 @@ class Socket:
         append = handles.append
         for message, digest in zip(messages, digests, strict=False):
             handle = new(_PipeHandle)
-            handle.parts = message
+            handle._message = message  # bare or a list: Handle.parts gives the list
             handle.decided = False
             handle._runtime = runtime
             handle._pipe = pipe

@@ -11,7 +11,7 @@ docs/architecture.md lists both contracts and the order in which a connection ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -98,9 +98,10 @@ class ConnectionHost(Protocol):
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None: ...
 
-    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+    def incoming_received(self, pipe: Pipe, messages: list[Received]) -> None:
         """A batch from a connection that decodes one-part messages bare (only when the
-        strategy's ``bare_single_part`` is set and no extension is installed)."""
+        strategy's ``bare_single_part`` is set, and no extension is installed or it set
+        ``SocketExtension.bare_single_part``)."""
         ...
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None: ...

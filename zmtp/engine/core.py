@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -541,10 +541,16 @@ class SocketCore:
                 return
         self.strategy.incoming(pipe, messages)
 
-    def incoming_received(self, pipe: Pipe, messages: Sequence[Received]) -> None:
+    def incoming_received(self, pipe: Pipe, messages: list[Received]) -> None:
         """A batch that may hold bare one-part messages (see ``queue.Received``): only from a
-        connection of a ``bare_single_part`` strategy with no extension installed (extension
-        hooks always see lists), so it goes straight to the strategy."""
+        connection of a ``bare_single_part`` strategy with no extension installed, or one
+        that opted in (``SocketExtension.bare_single_part``: it sees the batch first, through
+        ``on_received_batch``; every other extension gets lists, :meth:`incoming`)."""
+        ext = self.extension
+        if ext is not None:
+            messages = ext.on_received_batch(pipe, messages)
+            if not messages:
+                return
         self.strategy.incoming_received(pipe, messages)
 
     def incoming_one(self, pipe: Pipe, message: Message) -> None:

@@ -17,7 +17,8 @@ Message = list[bytes]
 
 #: What a receive queue may hold: a message as its list of parts, or - for a one-part message
 #: on the receive path of a socket type that opted in (``RoutingStrategy.bare_single_part``,
-#: no extension installed) - its only part as a bare ``bytes``. Why: a ``bytes`` is not
+#: with no extension installed or one that opted in too, ``SocketExtension.bare_single_part``)
+#: - its only part as a bare ``bytes``. Why: a ``bytes`` is not
 #: tracked by the cyclic garbage collector and costs no list allocation, and a PULL or SUB
 #: inbox can hold a hundred thousand messages (issue 15: the collector walking the queued
 #: lists cost 0.7 us a message). The receive API turns it back with :func:`as_parts`, so

@@ -186,8 +186,10 @@ class StreamConnection:
         if socket.extension is not None:
             self.conn.set_command_runs(socket.extension.command_runs())
         #: One-part messages decoded as bare ``bytes`` (zmtp.engine.queue.Received): for the
-        #: socket types that opted in, and never under an extension, whose hooks take lists.
-        self._bare = socket.extension is None and socket.strategy.bare_single_part
+        #: socket types that opted in, and under an extension only if it opted in too
+        #: (``SocketExtension.bare_single_part``: its hook then takes them bare).
+        ext = socket.extension
+        self._bare = socket.strategy.bare_single_part and (ext is None or ext.bare_single_part)
         self.conn.bare_single_part = self._bare
         self.handshaken = False
         self.end_reason = ""

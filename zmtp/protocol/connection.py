@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import Enum
+from itertools import compress, count, repeat
 
 from . import commands
 from .errors import MessageTooLarge, ProtocolError
@@ -446,14 +447,25 @@ class Connection:
         events.append(self.peer)
 
     def _dispatch(self, items: list[Item], now: float) -> list[Event]:
-        """Turn decoded items into events; PING/PONG are handled here and never surface."""
+        """Turn decoded items into events; PING/PONG are handled here and never surface.
+
+        The commands' positions are found first, in C (``compress`` over ``isinstance``
+        mapped on the items), and the messages between them are taken as slices: a read of
+        a socket with an extension mixes a command per message it sent (QoS CLRs) with the
+        messages it receives, and a Python test and append per message cost more than the
+        rest of its decode."""
         events: list[Event] = []
         batch: list[bytes | list[bytes]] = []
         run: list[Command] | None = None  # the commands of the current CommandsReceived
-        for item in items:
-            if not isinstance(item, Command):  # a message: parts, or bare (bare_single_part)
-                batch.append(item)
-                continue
+        start = 0  # the first item not looked at yet
+        for at in compress(count(), map(isinstance, items, repeat(Command))):
+            if at > start:  # messages (parts, or bare with bare_single_part) before it
+                if batch:
+                    batch += items[start:at]  # type: ignore[arg-type]  # no Command in them
+                else:
+                    batch = items[start:at]  # type: ignore[assignment]
+            start = at + 1
+            item: Command = items[at]  # type: ignore[assignment]  # a Command: see above
             name = item.name
             if name == commands.PING:
                 try:
@@ -479,6 +491,11 @@ class Connection:
                 else:
                     run = [item]
                     events.append(CommandsReceived(run))
+        if start < len(items):
+            if batch:
+                batch += items[start:]  # type: ignore[arg-type]
+            else:
+                batch = items[start:]  # type: ignore[assignment]
         if batch:
             events.append(MessagesReceived(batch))
         return events

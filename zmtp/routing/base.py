@@ -74,10 +74,10 @@ class RoutingStrategy:
     send_check: ClassVar[bool] = False
     #: A tcp/ipc connection may queue a one-part message as its bare ``bytes`` (see
     #: ``zmtp.engine.queue.Received``) and hand its batches to :meth:`incoming_received`
-    #: (never when an extension is installed). For types whose receive side only queues
-    #: what arrives and whose messages are usually one frame (PULL, SUB, PAIR, DEALER,
-    #: CHANNEL, CLIENT, GATHER); ``try_recv`` then returns ``Received`` and the socket's
-    #: receive API turns it back.
+    #: (under an extension only if it set ``SocketExtension.bare_single_part``). For types
+    #: whose receive side only queues what arrives and whose messages are usually one frame
+    #: (PULL, SUB, PAIR, DEALER, CHANNEL, CLIENT, GATHER); ``try_recv`` then returns
+    #: ``Received`` and the socket's receive API turns it back.
     bare_single_part: ClassVar[bool] = False
 
     def __init__(self, socket: RoutingHost) -> None:
