@@ -45,8 +45,8 @@ class SocketExtension:
     #: Whether this extension takes a tcp/ipc read's messages as ``zmtp.engine.queue.Received``
     #: items through :meth:`on_received_batch`: a one-part message as its bare ``bytes``,
     #: a multipart one as its list. Only for socket types whose own receive path is bare
-    #: (``RoutingStrategy.bare_single_part``: PULL, SUB, PAIR, DEALER, ROUTER, CHANNEL,
-    #: CLIENT, GATHER, ...); elsewhere the extension keeps getting lists through
+    #: (``RoutingStrategy.bare_single_part``: PULL, SUB, PAIR, DEALER, CHANNEL, CLIENT,
+    #: GATHER); elsewhere the extension keeps getting lists through
     #: :meth:`on_receive_batch`. Why: an extension that looks at every message (QoS digests
     #: each one) otherwise forces a list per message on the decoder, the inbox and the
     #: collector, which a socket without an extension does not pay (docs/extensions.md).
