@@ -10,15 +10,15 @@ tests/test_send_cadence.py (on trio possibly one batch off: the counts allow one
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 import pytest
-from anyio.lowlevel import checkpoint
 
 import zmtp
 from tests.test_engine_helpers import TIMEOUT
+from tests.test_send_cadence import probe
 from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import MessageQueue
 from zmtp.routing.base import FairQueue
@@ -27,24 +27,6 @@ pytestmark = pytest.mark.anyio
 
 RECV_YIELD_EVERY = 1024  # 16 cancel checks of 64 receives (zmtp/socket.py)
 CANCEL_CHECK_EVERY = 64
-
-
-@asynccontextmanager
-async def probe() -> AsyncIterator[Callable[[], int]]:
-    """A task that counts its turns; yields a function returning the count so far."""
-    turns = 0
-
-    async def spin() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await checkpoint()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(spin)
-        await anyio.sleep(0)  # let it start
-        yield lambda: turns
-        tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
