@@ -140,18 +140,22 @@ async def test_a_send_after_close_is_refused_and_takes_no_slot(path: str, level:
 @each_path
 @each_level
 async def test_the_hwm_blocks_times_out_and_cancels_alike(path: str, level: int) -> None:
-    """``send_hwm`` un-settled messages block the next send: it times out after
-    ``send_timeout`` or is cancelled, either way without a slot taken or a message queued;
-    a blocked send goes once a receiver settles the earlier ones, and every receipt is
-    delivered, in order, each message once."""
+    """``send_hwm`` un-settled messages block the next send even once they are written (the
+    receiver has them, unacknowledged): it times out after ``send_timeout`` or is cancelled,
+    either way without a slot taken or a message sent; a blocked send goes as soon as one
+    message is settled, and each message is written once, in order."""
     send = PATHS[path]
-    endpoint = _nowhere()
+    settle = b"COMP" if level == 3 else b"ACK"
     with anyio.fail_after(20):
-        async with zmtp_qos.Socket(
-            zmtp.PUSH, qos=level, send_hwm=2, send_timeout=0.2, linger=0
-        ) as push:
-            await push.connect(endpoint)
+        async with (
+            RawPeer.listen() as peer,
+            zmtp_qos.Socket(zmtp.PUSH, qos=level, send_hwm=2, send_timeout=0.2, linger=0) as push,
+        ):
+            await push.connect(peer.endpoint)
+            await peer.accept()
+            await peer.handshake("PULL", extra=_ready_properties(level))
             receipts = [await send(push, b"m0"), await send(push, b"m1")]
+            assert [await peer.read_message(), await peer.read_message()] == [[b"m0"], [b"m1"]]
             with pytest.raises(TimeoutError):
                 await send(push, b"timed out")
             assert push.stats().in_flight == 2
@@ -167,26 +171,24 @@ async def test_the_hwm_blocks_times_out_and_cancels_alike(path: str, level: int)
             async def blocked() -> None:
                 got.append(await send(push, b"m2"))
 
-            async with (
-                anyio.create_task_group() as tg,
-                zmtp_qos.Socket(zmtp.PULL, qos=level) as pull,
-            ):
+            async with anyio.create_task_group() as tg:
                 tg.start_soon(blocked)
                 await anyio.wait_all_tasks_blocked()
                 assert got == []  # still blocked: two un-settled
-                await pull.bind(endpoint)
-                bodies = []
-                for _ in range(3):
-                    message = await pull.recv()
-                    if level == 3:
-                        message.complete()
-                        message = message.parts[0]
-                    bodies.append(message)
-                assert bodies == [b"m0", b"m1", b"m2"]
+                ref = b"x" + digest_x([b"m0"])
+                await peer.send(RawPeer.command(settle, ref))
+                items = [await peer.read_item()]
+                if level >= 2:  # the CLR for m0 too, in either order
+                    items.append(await peer.read_item())
+                expected = [("message", [b"m2"])]  # not "timed out", not "cancelled"
+                if level >= 2:
+                    expected.append(("command", (b"CLR", ref)))
+                assert sorted(items) == sorted(expected)
             receipts += got
-            outcomes = [await r for r in receipts if r is not None]
-            assert len(outcomes) == 3 and all(isinstance(o, Delivered) for o in outcomes)
-            assert push.stats().in_flight == 0 and push.stats().delivered == 3
+            first = receipts[0]
+            assert first is not None and isinstance(await first, Delivered)
+            assert not any(r is None or r.done for r in receipts[1:])
+            assert push.stats().in_flight == 2
 
 
 @each_path
