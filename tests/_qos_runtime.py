@@ -13,6 +13,7 @@ from typing import Any
 import zmtp
 from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import MessageQueue
+from zmtp.protocol.properties import Properties
 from zmtp_qos.config import QoSConfig
 from zmtp_qos.digest import digest_x
 from zmtp_qos.results import DeadLetter, Delivered
@@ -81,7 +82,7 @@ def handshaken_pipes(runtime: QoSRuntime, n: int, *, capacity: int = 10) -> list
         pipe.peer = zmtp.PeerInfo(
             socket_type="PULL",
             identity=b"",
-            properties={"X-QoS": b"1", "X-QoS-Hash": b"xs"},
+            properties=Properties({"X-QoS": b"1", "X-QoS-Hash": b"xs"}),
             zmtp_version=(3, 1),
             mechanism="NULL",
             endpoint=pipe.endpoint,

@@ -12,7 +12,7 @@ the receiver where the bytes on the wire are the point.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -29,7 +29,7 @@ from zmtp_qos.events import QoSDeadLettered
 
 pytestmark = pytest.mark.anyio
 
-SendOne = Callable[[zmtp_qos.Socket, Any], Awaitable["Receipt | None"]]
+SendOne = Callable[[zmtp_qos.Socket, Any], Coroutine[Any, Any, "Receipt | None"]]
 
 
 async def _send(sock: zmtp_qos.Socket, data: Any) -> Receipt | None:
@@ -180,7 +180,8 @@ async def test_the_hwm_blocks_times_out_and_cancels_alike(path: str, level: int)
                 items = [await peer.read_item()]
                 if level >= 2:  # the CLR for m0 too, in either order
                     items.append(await peer.read_item())
-                expected = [("message", [b"m2"])]  # not "timed out", not "cancelled"
+                # m2: not "timed out", not "cancelled"
+                expected: list[tuple[str, Any]] = [("message", [b"m2"])]
                 if level >= 2:
                     expected.append(("command", (b"CLR", ref)))
                 assert sorted(items) == sorted(expected)

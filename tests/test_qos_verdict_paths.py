@@ -16,7 +16,8 @@ and answers is exactly what the tests give verdicts for.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import anyio
 import pytest
@@ -33,7 +34,7 @@ from zmtp_qos import Handle, VerdictError
 
 pytestmark = pytest.mark.anyio
 
-Verdict = Callable[[Handle], Awaitable[None]]
+Verdict = Callable[[Handle], Coroutine[Any, Any, None]]
 
 
 async def _complete(handle: Handle) -> None:

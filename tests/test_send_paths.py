@@ -13,7 +13,8 @@ a fresh list of ``bytes`` (its contract), so the scripts use bytes.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import anyio
 import pytest
@@ -23,7 +24,7 @@ from zmtp.testing.rawpeer import RawPeer
 
 pytestmark = pytest.mark.anyio
 
-Send = Callable[[zmtp.Socket, list[bytes]], Awaitable[None]]
+Send = Callable[[zmtp.Socket, list[bytes]], Coroutine[Any, Any, None]]
 
 
 async def _send(sock: zmtp.Socket, message: list[bytes]) -> None:
