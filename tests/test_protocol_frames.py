@@ -19,6 +19,7 @@ from zmtp.protocol.frames import (
     encode_message,
     encode_messages,
     frame_header,
+    frame_header_error,
     parse_command,
 )
 
@@ -694,3 +695,33 @@ def test_max_message_size_refuses_a_held_header_before_a_long_read_is_kept() -> 
     with pytest.raises(MessageTooLarge):
         feed_strict(decoder, header[5:] + b"x" * (20 * KIB))
     assert decoder.buffered == 0
+
+
+# ------------------------------------------- the header checks spelled out for other loops
+
+
+@settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flags=st.integers(0, 255),
+    size=st.integers(0, 600),
+    max_size=st.integers(-1, 600),
+    long_form=st.booleans(),
+)
+def test_frame_header_error_is_the_decoders_verdict(
+    flags: int, size: int, max_size: int, long_form: bool
+) -> None:
+    """``frame_header_error`` (used by the CURVE batch decoder's own loop) is documented as
+    the general loop's checks, in its order, with its messages: for any header, the decoder
+    fails with exactly that error (type and text), and a data frame it passes decodes."""
+    if size > 255:
+        long_form = True
+    flags = flags | LONG if long_form else flags & ~LONG
+    header = bytes((flags,)) + (size.to_bytes(8, "big") if long_form else bytes((size,)))
+    decoder = FrameDecoder(max_message_size=max_size)
+    decoder.feed(header + b"\x01" * size)
+    expected = frame_header_error(flags, size, max_size)
+    if expected is not None:
+        assert decoder.error is not None
+        assert (type(decoder.error), str(decoder.error)) == (type(expected), str(expected))
+    elif not flags & COMMAND:
+        assert decoder.error is None

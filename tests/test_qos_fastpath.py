@@ -5,19 +5,14 @@ These check structure and behaviour, never speed (the figures are in docs/perfor
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import zmtp
 import zmtp_qos
-from zmtp.engine.pipe import Pipe
-from zmtp.engine.queue import MessageQueue
+from tests._qos_runtime import handshaken_pipes, qos_runtime, stub_pipe
 from zmtp.protocol.frames import Command
-from zmtp_qos.config import QoSConfig
 from zmtp_qos.digest import digest_x
 from zmtp_qos.results import Delivered
-from zmtp_qos.runtime import QoSRuntime
 
 
 @pytest.mark.parametrize("kind", ["PUSH", "PULL", "REQ", "REP", "PAIR", "PUB"])
@@ -42,40 +37,12 @@ def test_levels_with_qos_work_keep_their_own_send() -> None:
     assert pull.recv != pull.raw.recv  # verdict handles
 
 
-def _runtime_and_pipes(n: int) -> tuple[Any, list[Pipe]]:
-    """A level-1 PUSH runtime and ``n`` pipes that passed its handshake check (no I/O)."""
-    runtime = QoSRuntime(
-        1,
-        QoSConfig(),
-        "PUSH",
-        send_hwm=100,
-        recv_hwm=100,
-        identity=b"",
-        on_dead_letter=lambda letter, receipt: None,
-        wake_senders=lambda: None,
-    )
-    pipes = []
-    for i in range(n):
-        pipe = Pipe(f"tcp://127.0.0.1:{i + 1}", MessageQueue(10), MessageQueue(10), False)
-        pipe.peer = zmtp.PeerInfo(
-            socket_type="PULL",
-            identity=b"",
-            properties={"X-QoS": b"1", "X-QoS-Hash": b"xs"},
-            zmtp_version=(3, 1),
-            mechanism="NULL",
-            endpoint=pipe.endpoint,
-            address=f"peer-{i}",
-        )
-        assert runtime.validate_peer(pipe, pipe.peer) is None
-        pipes.append(pipe)
-    return runtime, pipes
-
-
 def test_level_1_ack_settles_the_copy_sent_on_its_own_connection() -> None:
     """Two byte-identical messages in flight on two connections: the ACK from the second
     settles the copy written there, never the older one still un-ACKed on the first (which a
     lost first connection must fail over)."""
-    runtime, (a, b) = _runtime_and_pipes(2)
+    runtime, _ = qos_runtime(1, identity=b"")
+    a, b = handshaken_pipes(runtime, 2)
     first, second = [b"same"], [b"same"]
     r1, r2 = runtime.register(first), runtime.register(second)
     runtime.before_send_batch(a, [first])
@@ -108,23 +75,9 @@ def test_a_run_of_acknowledgements_as_wire_bytes_settles_as_commands_do(
     settled ones get a CLR echoing their data, in order (built in one piece when all are
     known, frame by frame otherwise)."""
     from zmtp.protocol.frames import FrameDecoder, encode_command
-    from zmtp_qos.runtime import PeerState
 
-    runtime = QoSRuntime(
-        level,
-        QoSConfig(),
-        "PUSH",
-        send_hwm=100,
-        recv_hwm=100,
-        identity=b"me",
-        on_dead_letter=lambda letter, receipt: None,
-        wake_senders=lambda: None,
-    )
-    pipe = Pipe("tcp://127.0.0.1:1", MessageQueue(10), MessageQueue(10), False)
-    state = PeerState(b"peer" if level >= 2 else None, "x", digest_x)
-    state.key = pipe if level == 1 else state.anchor
-    state.delivered = Delivered("peer")
-    pipe.extension_state = state
+    runtime, _ = qos_runtime(level)
+    pipe = stub_pipe(level, capacity=10)
     frames = _Frames()
     pipe.stream = frames  # type: ignore[assignment]
     messages = [[b"m%d" % i] for i in range(6)]

@@ -9,41 +9,24 @@ tests/test_qos_push_pull.py, test_qos_reconnect.py, test_qos_faults.py and test_
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 import anyio
 import pytest
 
 import zmtp
 import zmtp_qos
+from tests._qos_runtime import Letters, qos_runtime, stub_pipe
 from zmtp.engine.pipe import Pipe
-from zmtp.engine.queue import MessageQueue
-from zmtp_qos.config import QoSConfig
 from zmtp_qos.digest import digest_x, key_x
 from zmtp_qos.pending import PendingTracker
-from zmtp_qos.results import DeadLetter, Delivered
-from zmtp_qos.runtime import Entry, PeerState, QoSRuntime
+from zmtp_qos.results import Delivered
+from zmtp_qos.runtime import Entry, QoSRuntime
 
 
-def _runtime(level: int = 1) -> tuple[QoSRuntime, Pipe, list[tuple[DeadLetter, Any]]]:
+def _runtime(level: int = 1) -> tuple[QoSRuntime, Pipe, Letters]:
     """A PUSH runtime at ``level`` and one pipe past its handshake check (no I/O)."""
-    letters: list[tuple[DeadLetter, Any]] = []
-    runtime = QoSRuntime(
-        level,
-        QoSConfig(),
-        "PUSH",
-        send_hwm=100,
-        recv_hwm=100,
-        identity=b"me",
-        on_dead_letter=lambda letter, receipt: letters.append((letter, receipt)),
-        wake_senders=lambda: None,
-    )
-    pipe = Pipe("tcp://127.0.0.1:1", MessageQueue(100), MessageQueue(100), False)
-    state = PeerState(b"peer" if level >= 2 else None, "x", digest_x)
-    state.key = pipe if level == 1 else state.anchor
-    state.delivered = Delivered("peer")
-    pipe.extension_state = state
-    return runtime, pipe, letters
+    runtime, letters = qos_runtime(level)
+    return runtime, stub_pipe(level), letters
 
 
 def _ack(runtime: QoSRuntime, pipe: Pipe, messages: list[list[bytes]]) -> None:
@@ -116,11 +99,7 @@ def test_a_lost_connection_requeues_new_lists_for_written_and_queued_messages() 
     queued = [[b"q%d" % i] for i in range(2)]
     receipts += [runtime.register(m) for m in queued]
     lost.outbox.items.extend(queued)
-    other = Pipe("tcp://127.0.0.1:2", MessageQueue(100), MessageQueue(100), False)
-    state = PeerState(None, "x", digest_x)
-    state.key = other
-    state.delivered = Delivered("other")
-    other.extension_state = state
+    other = stub_pipe(1, port=2, name="other")
     other.connected = True
     runtime.live.append(other)
     runtime.pipe_disconnected(lost, "test")
