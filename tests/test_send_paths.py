@@ -24,14 +24,6 @@ from zmtp.testing.rawpeer import RawPeer
 
 pytestmark = pytest.mark.anyio
 
-# Each socket type's routing module is imported on its first socket (zmtp.routing's lazy
-# table). Made here, at collection, rather than deep in a test's coroutine stack, where
-# CPython 3.11.7 sporadically fails pytest's rewrite of a first-imported zmtp module with
-# "SystemError: AST constructor recursion depth mismatch" (zmtp is a pytest plugin, so
-# pytest rewrites its modules as they are imported).
-for _socket_type in ("PUSH", "PULL", "REQ", "REP", "SUB", "RADIO"):
-    zmtp.Socket(_socket_type)
-
 Send = Callable[[zmtp.Socket, list[bytes]], Coroutine[Any, Any, None]]
 
 
