@@ -114,7 +114,7 @@ def _payload(size: int) -> bytes:
 #   ("probe", {})      send a probe every PROBE_INTERVAL until the next command arrives;
 #   ("run", r)         send data for r["warmup"] + r["duration"] s, then end markers every
 #                      END_INTERVAL until the next command, which is ("stop",): answer
-#                      ("result", {"sent": n, "send_elapsed": s, "send_cpu_s": c});
+#                      ("result", {"sent", "send_elapsed", "send_cpu_s", "send_sys_s"});
 #   ("quit",)          close.
 # Subscriber: connect, subscribe, wait for a probe, send ("ready", None); then answer every
 # ("run", r) with ("result", {...}) (see _sub_round_*); ("quit",) closes.
@@ -128,23 +128,31 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def sys_seconds() -> float:
+    """The system (kernel) part of :func:`cpu_seconds`: on loopback tcp a ``send`` also
+    delivers into the receiver's socket, so this is where the copies' kernel work shows."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_stime
+
+
 def _sub_result(
     size: int,
     first: bytes,
     last: bytes,
-    window: tuple[float, float, float, float],
+    window: tuple[float, float, float, float, float, float],
     timed: int,
     total: int,
 ) -> Params:
-    """A subscriber's answer; ``window`` is (t_first, t_end, cpu_first, cpu_end)."""
+    """A subscriber's answer; ``window`` is (t_first, t_end, cpu_first, cpu_end, sys_first,
+    sys_end)."""
     if len(first) != size or len(last) != size:
         raise AssertionError(f"expected {size}-byte messages, got {len(first)} / {len(last)}")
-    t_first, t_end, cpu_first, cpu_end = window
+    t_first, t_end, cpu_first, cpu_end, sys_first, sys_end = window
     return {
         "messages": timed,
         "elapsed": t_end - t_first,
         "received": total,
         "cpu_s": cpu_end - cpu_first,
+        "sys_s": sys_end - sys_first,
     }
 
 
@@ -167,7 +175,7 @@ async def _sub_round_async(recv: Callable[[], Any], r: Params, size: int) -> Par
         elif msg == end:
             raise AssertionError("the round ended during the subscriber's warm-up")
     t_first = perf_counter()
-    cpu_first = cpu_seconds()
+    cpu_first, sys_first = cpu_seconds(), sys_seconds()
     timed = 0
     while True:
         msg = await recv()
@@ -176,11 +184,11 @@ async def _sub_round_async(recv: Callable[[], Any], r: Params, size: int) -> Par
             last = msg
         elif msg == end:
             t_end = perf_counter()
-            cpu_end = cpu_seconds()
+            cpu_end, sys_end = cpu_seconds(), sys_seconds()
             break
     if not timed:
         raise AssertionError("no data message after the warm-up")
-    window = (t_first, t_end, cpu_first, cpu_end)
+    window = (t_first, t_end, cpu_first, cpu_end, sys_first, sys_end)
     return _sub_result(size, first, last, window, timed, total + timed)
 
 
@@ -203,7 +211,7 @@ def _sub_round_sync(recv: Callable[[], Any], r: Params, size: int) -> Params:
         elif msg == end:
             raise AssertionError("the round ended during the subscriber's warm-up")
     t_first = perf_counter()
-    cpu_first = cpu_seconds()
+    cpu_first, sys_first = cpu_seconds(), sys_seconds()
     timed = 0
     while True:
         msg = recv()
@@ -212,11 +220,11 @@ def _sub_round_sync(recv: Callable[[], Any], r: Params, size: int) -> Params:
             last = msg
         elif msg == end:
             t_end = perf_counter()
-            cpu_end = cpu_seconds()
+            cpu_end, sys_end = cpu_seconds(), sys_seconds()
             break
     if not timed:
         raise AssertionError("no data message after the warm-up")
-    window = (t_first, t_end, cpu_first, cpu_end)
+    window = (t_first, t_end, cpu_first, cpu_end, sys_first, sys_end)
     return _sub_result(size, first, last, window, timed, total + timed)
 
 
@@ -227,7 +235,7 @@ async def _wait_probe_async(recv: Callable[[], Any]) -> None:
 
 async def _pub_data_async(send: Callable[[bytes], Any], payload: bytes, seconds: float) -> Params:
     """Send data for ``seconds``; the clock is read once every 256 messages."""
-    cpu0 = cpu_seconds()
+    cpu0, sys0 = cpu_seconds(), sys_seconds()
     start = perf_counter()
     deadline = start + seconds
     sent = 0
@@ -238,11 +246,16 @@ async def _pub_data_async(send: Callable[[bytes], Any], payload: bytes, seconds:
         if perf_counter() >= deadline:
             break
     elapsed = perf_counter() - start
-    return {"sent": sent, "send_elapsed": elapsed, "send_cpu_s": cpu_seconds() - cpu0}
+    return {
+        "sent": sent,
+        "send_elapsed": elapsed,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        "send_sys_s": sys_seconds() - sys0,
+    }
 
 
 def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float) -> Params:
-    cpu0 = cpu_seconds()
+    cpu0, sys0 = cpu_seconds(), sys_seconds()
     start = perf_counter()
     deadline = start + seconds
     sent = 0
@@ -253,7 +266,12 @@ def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float)
         if perf_counter() >= deadline:
             break
     elapsed = perf_counter() - start
-    return {"sent": sent, "send_elapsed": elapsed, "send_cpu_s": cpu_seconds() - cpu0}
+    return {
+        "sent": sent,
+        "send_elapsed": elapsed,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        "send_sys_s": sys_seconds() - sys0,
+    }
 
 
 async def _publish_async(
@@ -471,13 +489,16 @@ class ConfigResult:
 
 def _cpu_stats(subs: list[Params], pub: Params) -> dict[str, float]:
     """Who pays the CPU in a round: the publisher's µs per message sent, the median
-    subscriber's µs per message received, and the cores each side and the whole run kept busy
-    (CPU seconds over the same window's wall time)."""
+    subscriber's µs per message received (each also its system part alone, ``*_sys_us``),
+    and the cores each side and the whole run kept busy (CPU seconds over the same window's
+    wall time)."""
     pub_cores = pub["send_cpu_s"] / pub["send_elapsed"]
     sub_cores = sum(s["cpu_s"] / s["elapsed"] for s in subs)
     return {
         "pub_cpu_us": pub["send_cpu_s"] / pub["sent"] * 1e6,
         "sub_cpu_us": statistics.median(s["cpu_s"] / s["messages"] * 1e6 for s in subs),
+        "pub_sys_us": pub["send_sys_s"] / pub["sent"] * 1e6,
+        "sub_sys_us": statistics.median(s["sys_s"] / s["messages"] * 1e6 for s in subs),
         "pub_cores": pub_cores,
         "sub_cores": sub_cores,
         "cores": pub_cores + sub_cores,
@@ -594,8 +615,8 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
                 fmt_rate(rd["aggregate"]),
                 fmt_rate(rd["pub_rate"]),
                 f"{rd['loss_median'] * 100:.0f}%",
-                f"{rd['pub_cpu_us']:.2f}",
-                f"{rd['sub_cpu_us']:.2f}",
+                f"{rd['pub_cpu_us']:.2f} ({rd['pub_sys_us']:.2f})",
+                f"{rd['sub_cpu_us']:.2f} ({rd['sub_sys_us']:.2f})",
                 f"{rd['pub_cores']:.2f} + {rd['sub_cores']:.2f}",
                 *ratios,
                 f"{spread * 100:.0f}% ({len(r.rounds)})" if len(r.rounds) > 1 else "-",
@@ -611,8 +632,8 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
             "aggregate msgs/s",
             "pub sent msgs/s",
             "loss",
-            "pub CPU µs/msg",
-            "sub CPU µs/msg",
+            "pub CPU µs/msg (sys)",
+            "sub CPU µs/msg (sys)",
             "cores pub + subs",
             "vs pyzmq sync (sub / aggr)",
             "vs pyzmq asyncio (sub / aggr)",
@@ -713,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
         "delivered msgs/s measured at the subscribers; ratios are this implementation's over "
         "the reference's with the same subscriber count (per-subscriber median / aggregate). "
         "CPU is user + system per process: the publisher's per message sent, the median "
-        "subscriber's per message received; cores = CPU seconds / wall seconds, publisher + "
+        "subscriber's per message received, the system part in brackets; cores = CPU seconds / wall seconds, publisher + "
         "all subscribers.\n"
     )
     table = fanout_table(results, args.stat)

@@ -24,14 +24,16 @@ def test_round_stats_cpu_figures() -> None:
     """Per message sent for the publisher, per message received (median) for a subscriber,
     and cores = CPU seconds over wall seconds, summed over the subscribers."""
     subs = [
-        {"messages": 1000, "elapsed": 0.5, "received": 1200, "cpu_s": 0.001},
-        {"messages": 1000, "elapsed": 0.5, "received": 1200, "cpu_s": 0.002},
-        {"messages": 2000, "elapsed": 0.5, "received": 2400, "cpu_s": 0.010},
+        {"messages": 1000, "elapsed": 0.5, "received": 1200, "cpu_s": 0.001, "sys_s": 0.0005},
+        {"messages": 1000, "elapsed": 0.5, "received": 1200, "cpu_s": 0.002, "sys_s": 0.001},
+        {"messages": 2000, "elapsed": 0.5, "received": 2400, "cpu_s": 0.010, "sys_s": 0.004},
     ]
-    pub = {"sent": 4000, "send_elapsed": 2.0, "send_cpu_s": 0.004}
+    pub = {"sent": 4000, "send_elapsed": 2.0, "send_cpu_s": 0.004, "send_sys_s": 0.003}
     stats = bench_fanout._round_stats(subs, pub)
     assert stats["pub_cpu_us"] == pytest.approx(1.0)
     assert stats["sub_cpu_us"] == pytest.approx(2.0)  # the median of 1, 2 and 5 µs
+    assert stats["pub_sys_us"] == pytest.approx(0.75)
+    assert stats["sub_sys_us"] == pytest.approx(1.0)  # the median of 0.5, 1 and 2 µs
     assert stats["pub_cores"] == pytest.approx(0.002)
     assert stats["sub_cores"] == pytest.approx(0.002 + 0.004 + 0.02)
     assert stats["cores"] == pytest.approx(stats["pub_cores"] + stats["sub_cores"])
