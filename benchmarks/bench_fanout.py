@@ -734,8 +734,8 @@ def main(argv: list[str] | None = None) -> int:
         "delivered msgs/s measured at the subscribers; ratios are this implementation's over "
         "the reference's with the same subscriber count (per-subscriber median / aggregate). "
         "CPU is user + system per process: the publisher's per message sent, the median "
-        "subscriber's per message received, the system part in brackets; cores = CPU seconds / wall seconds, publisher + "
-        "all subscribers.\n"
+        "subscriber's per message received, the system part in brackets; cores = CPU "
+        "seconds / wall seconds, publisher + all subscribers.\n"
     )
     table = fanout_table(results, args.stat)
     print(table)
