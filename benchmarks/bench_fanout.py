@@ -20,6 +20,11 @@ Method, per (implementation, subscriber count, size):
    the data messages sent that a subscriber did not get, median over subscribers). The table
    shows the median (or ``--stat best``) round by aggregate rate, and ratios against pyzmq sync
    and pyzmq asyncio with the same subscriber count and size, measured in the same run.
+4. **Who pays the CPU.** Every process reports its own user + system CPU time (all its
+   threads: libzmq's I/O thread counts for pyzmq, as the reader/writer tasks do for zmtp): a
+   subscriber over its timed window, per message it received in it; the publisher over its
+   data phase, per message it sent (one message, however many copies). ``cores`` is the CPU
+   of all processes over their windows' wall time: how much of the machine the run used.
 
 Loss is normal: PUB never blocks by default, a subscriber that falls behind loses its own
 copies at its HWM (``--hwm``, 1000 by default, both sides) and the others keep theirs. The
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -108,7 +114,7 @@ def _payload(size: int) -> bytes:
 #   ("probe", {})      send a probe every PROBE_INTERVAL until the next command arrives;
 #   ("run", r)         send data for r["warmup"] + r["duration"] s, then end markers every
 #                      END_INTERVAL until the next command, which is ("stop",): answer
-#                      ("result", {"sent": n, "send_elapsed": s});
+#                      ("result", {"sent", "send_elapsed", "send_cpu_s", "send_sys_s"});
 #   ("quit",)          close.
 # Subscriber: connect, subscribe, wait for a probe, send ("ready", None); then answer every
 # ("run", r) with ("result", {...}) (see _sub_round_*); ("quit",) closes.
@@ -116,12 +122,38 @@ def _payload(size: int) -> bytes:
 _SUB_DATA = DATA[0]
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this whole process so far (every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def sys_seconds() -> float:
+    """The system (kernel) part of :func:`cpu_seconds`: on loopback tcp a ``send`` also
+    delivers into the receiver's socket, so this is where the copies' kernel work shows."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_stime
+
+
 def _sub_result(
-    size: int, first: bytes, last: bytes, t_first: float, t_end: float, timed: int, total: int
+    size: int,
+    first: bytes,
+    last: bytes,
+    window: tuple[float, float, float, float, float, float],
+    timed: int,
+    total: int,
 ) -> Params:
+    """A subscriber's answer; ``window`` is (t_first, t_end, cpu_first, cpu_end, sys_first,
+    sys_end)."""
     if len(first) != size or len(last) != size:
         raise AssertionError(f"expected {size}-byte messages, got {len(first)} / {len(last)}")
-    return {"messages": timed, "elapsed": t_end - t_first, "received": total}
+    t_first, t_end, cpu_first, cpu_end, sys_first, sys_end = window
+    return {
+        "messages": timed,
+        "elapsed": t_end - t_first,
+        "received": total,
+        "cpu_s": cpu_end - cpu_first,
+        "sys_s": sys_end - sys_first,
+    }
 
 
 async def _sub_round_async(recv: Callable[[], Any], r: Params, size: int) -> Params:
@@ -143,6 +175,7 @@ async def _sub_round_async(recv: Callable[[], Any], r: Params, size: int) -> Par
         elif msg == end:
             raise AssertionError("the round ended during the subscriber's warm-up")
     t_first = perf_counter()
+    cpu_first, sys_first = cpu_seconds(), sys_seconds()
     timed = 0
     while True:
         msg = await recv()
@@ -151,10 +184,12 @@ async def _sub_round_async(recv: Callable[[], Any], r: Params, size: int) -> Par
             last = msg
         elif msg == end:
             t_end = perf_counter()
+            cpu_end, sys_end = cpu_seconds(), sys_seconds()
             break
     if not timed:
         raise AssertionError("no data message after the warm-up")
-    return _sub_result(size, first, last, t_first, t_end, timed, total + timed)
+    window = (t_first, t_end, cpu_first, cpu_end, sys_first, sys_end)
+    return _sub_result(size, first, last, window, timed, total + timed)
 
 
 def _sub_round_sync(recv: Callable[[], Any], r: Params, size: int) -> Params:
@@ -176,6 +211,7 @@ def _sub_round_sync(recv: Callable[[], Any], r: Params, size: int) -> Params:
         elif msg == end:
             raise AssertionError("the round ended during the subscriber's warm-up")
     t_first = perf_counter()
+    cpu_first, sys_first = cpu_seconds(), sys_seconds()
     timed = 0
     while True:
         msg = recv()
@@ -184,10 +220,12 @@ def _sub_round_sync(recv: Callable[[], Any], r: Params, size: int) -> Params:
             last = msg
         elif msg == end:
             t_end = perf_counter()
+            cpu_end, sys_end = cpu_seconds(), sys_seconds()
             break
     if not timed:
         raise AssertionError("no data message after the warm-up")
-    return _sub_result(size, first, last, t_first, t_end, timed, total + timed)
+    window = (t_first, t_end, cpu_first, cpu_end, sys_first, sys_end)
+    return _sub_result(size, first, last, window, timed, total + timed)
 
 
 async def _wait_probe_async(recv: Callable[[], Any]) -> None:
@@ -197,6 +235,7 @@ async def _wait_probe_async(recv: Callable[[], Any]) -> None:
 
 async def _pub_data_async(send: Callable[[bytes], Any], payload: bytes, seconds: float) -> Params:
     """Send data for ``seconds``; the clock is read once every 256 messages."""
+    cpu0, sys0 = cpu_seconds(), sys_seconds()
     start = perf_counter()
     deadline = start + seconds
     sent = 0
@@ -206,10 +245,17 @@ async def _pub_data_async(send: Callable[[bytes], Any], payload: bytes, seconds:
         sent += 256
         if perf_counter() >= deadline:
             break
-    return {"sent": sent, "send_elapsed": perf_counter() - start}
+    elapsed = perf_counter() - start
+    return {
+        "sent": sent,
+        "send_elapsed": elapsed,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        "send_sys_s": sys_seconds() - sys0,
+    }
 
 
 def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float) -> Params:
+    cpu0, sys0 = cpu_seconds(), sys_seconds()
     start = perf_counter()
     deadline = start + seconds
     sent = 0
@@ -219,7 +265,13 @@ def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float)
         sent += 256
         if perf_counter() >= deadline:
             break
-    return {"sent": sent, "send_elapsed": perf_counter() - start}
+    elapsed = perf_counter() - start
+    return {
+        "sent": sent,
+        "send_elapsed": elapsed,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        "send_sys_s": sys_seconds() - sys0,
+    }
 
 
 async def _publish_async(
@@ -430,9 +482,27 @@ class ConfigResult:
             "rounds": self.rounds,
         }
         if self.rounds:
-            for key in ("aggregate", "per_sub_median", "per_sub_min"):
+            for key in ("aggregate", "per_sub_median", "per_sub_min", "pub_cpu_us", "sub_cpu_us"):
                 out[f"summary_{key}"] = summarize([r[key] for r in self.rounds])
         return out
+
+
+def _cpu_stats(subs: list[Params], pub: Params) -> dict[str, float]:
+    """Who pays the CPU in a round: the publisher's µs per message sent, the median
+    subscriber's µs per message received (each also its system part alone, ``*_sys_us``),
+    and the cores each side and the whole run kept busy (CPU seconds over the same window's
+    wall time)."""
+    pub_cores = pub["send_cpu_s"] / pub["send_elapsed"]
+    sub_cores = sum(s["cpu_s"] / s["elapsed"] for s in subs)
+    return {
+        "pub_cpu_us": pub["send_cpu_s"] / pub["sent"] * 1e6,
+        "sub_cpu_us": statistics.median(s["cpu_s"] / s["messages"] * 1e6 for s in subs),
+        "pub_sys_us": pub["send_sys_s"] / pub["sent"] * 1e6,
+        "sub_sys_us": statistics.median(s["sys_s"] / s["messages"] * 1e6 for s in subs),
+        "pub_cores": pub_cores,
+        "sub_cores": sub_cores,
+        "cores": pub_cores + sub_cores,
+    }
 
 
 def _round_stats(subs: list[Params], pub: Params) -> dict[str, Any]:
@@ -440,6 +510,7 @@ def _round_stats(subs: list[Params], pub: Params) -> dict[str, Any]:
     sent = pub["sent"]
     losses = [max(0.0, 1.0 - s["received"] / sent) for s in subs]
     return {
+        **_cpu_stats(subs, pub),
         "per_sub_median": statistics.median(rates),
         "per_sub_min": min(rates),
         "per_sub_max": max(rates),
@@ -505,7 +576,9 @@ def run_config(
             log(
                 f"    round {i + 1}/{args.repeat}: per subscriber {per_sub}msgs/s (slowest "
                 f"{slowest}), aggregate {aggregate}msgs/s, publisher sent {sent}msgs/s, "
-                f"loss {stats['loss_median'] * 100:.0f}% ({time.monotonic() - start:.1f} s)",
+                f"loss {stats['loss_median'] * 100:.0f}%, CPU µs/msg publisher "
+                f"{stats['pub_cpu_us']:.2f} subscriber {stats['sub_cpu_us']:.2f}, cores "
+                f"{stats['cores']:.2f} ({time.monotonic() - start:.1f} s)",
                 args.quiet,
             )
         for w in subs:
@@ -519,7 +592,7 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
     for r in results:
         rd = picked[(r.impl, r.subscribers, r.size)]
         if rd is None:
-            rows.append([r.impl, str(r.subscribers), size_label(r.size), "FAILED", *["-"] * 7])
+            rows.append([r.impl, str(r.subscribers), size_label(r.size), "FAILED", *["-"] * 10])
             continue
         ratios = []
         for ref in REFERENCES:
@@ -542,6 +615,9 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
                 fmt_rate(rd["aggregate"]),
                 fmt_rate(rd["pub_rate"]),
                 f"{rd['loss_median'] * 100:.0f}%",
+                f"{rd['pub_cpu_us']:.2f} ({rd['pub_sys_us']:.2f})",
+                f"{rd['sub_cpu_us']:.2f} ({rd['sub_sys_us']:.2f})",
+                f"{rd['pub_cores']:.2f} + {rd['sub_cores']:.2f}",
                 *ratios,
                 f"{spread * 100:.0f}% ({len(r.rounds)})" if len(r.rounds) > 1 else "-",
             ]
@@ -556,6 +632,9 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
             "aggregate msgs/s",
             "pub sent msgs/s",
             "loss",
+            "pub CPU µs/msg (sys)",
+            "sub CPU µs/msg (sys)",
+            "cores pub + subs",
             "vs pyzmq sync (sub / aggr)",
             "vs pyzmq asyncio (sub / aggr)",
             "spread (rounds)",
@@ -653,7 +732,10 @@ def main(argv: list[str] | None = None) -> int:
         f"process, mode {args.mode}, HWM {args.hwm}: {args.stat} of {rounds} of "
         f"{args.duration:g} s after {args.warmup:g} s warm-up, by aggregate rate. Rates are "
         "delivered msgs/s measured at the subscribers; ratios are this implementation's over "
-        "the reference's with the same subscriber count (per-subscriber median / aggregate).\n"
+        "the reference's with the same subscriber count (per-subscriber median / aggregate). "
+        "CPU is user + system per process: the publisher's per message sent, the median "
+        "subscriber's per message received, the system part in brackets; cores = CPU "
+        "seconds / wall seconds, publisher + all subscribers.\n"
     )
     table = fanout_table(results, args.stat)
     print(table)

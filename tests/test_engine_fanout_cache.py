@@ -85,7 +85,89 @@ def test_the_cache_declines_an_empty_or_full_outbox() -> None:
     assert len(full) == 2 and len(other) == 2
 
 
+def test_the_budget_is_the_smallest_room_left_and_never_crosses_a_capacity() -> None:
+    small, big = MessageQueue(5), MessageQueue(9)
+    pipes = {Pipe("tcp://x", MessageQueue(4), q, persistent=False) for q in (small, big)}
+    cache = FanOutCache()
+    for q in (small, big):
+        q.put([b"old"])
+    cache.offer(pipes, 0, [b"-"])  # first sighting
+    sent = 0
+    while cache.offer(pipes, 0, [b"%d" % sent]):
+        sent += 1
+    assert sent == 4 and len(small) == 5 and len(big) == 5  # one check per budget, not more
+    for q in (small, big):  # writers only shorten their queues: the next check sees it
+        q.take(2, 1 << 20)
+    assert cache.offer(pipes, 0, [b"4"]) and cache.offer(pipes, 0, [b"5"])
+    # (the cache goes by the smallest capacity; the caller's loop serves ``big`` past it)
+    assert not cache.offer(pipes, 0, [b"6"])
+    assert len(small) == 5 and len(big) == 5
+
+
+def test_an_emptied_queue_is_declined_while_the_budget_lasts() -> None:
+    queues = [MessageQueue(100) for _ in range(3)]
+    pipes = {Pipe("tcp://x", MessageQueue(4), q, persistent=False) for q in queues}
+    cache = FanOutCache()
+    for q in queues:
+        q.put([b"old"])
+    cache.offer(pipes, 0, [b"-"])
+    assert cache.offer(pipes, 0, [b"a"])  # a budget of 97 from here
+    queues[1].take(10, 1 << 20)  # its writer took everything: it must be woken next time
+    assert not cache.offer(pipes, 0, [b"b"])
+    queues[1].put([b"b"])  # (the caller's loop, which wakes it)
+    assert cache.offer(pipes, 0, [b"c"])
+
+
+def test_spent_ends_the_budget() -> None:
+    queues = [MessageQueue(4) for _ in range(2)]
+    pipes = {Pipe("tcp://x", MessageQueue(4), q, persistent=False) for q in queues}
+    cache = FanOutCache()
+    for q in queues:
+        q.put([b"old"])
+    cache.offer(pipes, 0, [b"-"])
+    assert cache.offer(pipes, 0, [b"a"])  # room for 2 more after this one
+    queues[0].put([b"other path"])
+    queues[0].put([b"other path"])
+    cache.spent()
+    assert not cache.offer(pipes, 0, [b"b"])  # re-checked: queues[0] is at its capacity
+    assert len(queues[0]) == 4 and len(queues[1]) == 2
+
+
 # ---------------------------------------------------------------------- through the strategy
+
+
+def test_a_message_for_one_subscriber_ends_the_budget() -> None:
+    """A topic only one subscriber has goes by the per-pipe path: the cached set's room
+    must be measured again, or that subscriber would get past its HWM."""
+    pub = Pub(_host())
+    both = _pipe(pub, hwm=6, topic=b"x")
+    other = _pipe(pub, hwm=6, topic=b"x")
+    pub.command(both, SUBSCRIBE, b"only")  # b"only..." matches ``both`` alone
+    for n in range(3):
+        assert pub.try_send([b"x%d" % n])  # {both, other}: cached, a budget of 2 left
+    for n in range(5):
+        assert pub.try_send([b"only%d" % n])  # ``both`` alone: fills it to its HWM
+    assert pub.try_send([b"x3"])
+    assert len(both.outbox) == 6 and _bodies(both)[-1] == b"only2"
+    assert _bodies(other) == [b"x0", b"x1", b"x2", b"x3"]
+
+
+def test_hwm_exact_through_the_budget_with_many_subscribers() -> None:
+    pub = Pub(_host())
+    pipes = [_pipe(pub, hwm=300 + 7 * i) for i in range(10)]
+    woken = _wakeups(pipes)
+    for n in range(400):
+        assert pub.try_send([b"%d" % n])
+    assert sorted(woken) == list(range(10))  # once each, on the first message
+    for i, pipe in enumerate(pipes):
+        assert _bodies(pipe) == [b"%d" % n for n in range(300 + 7 * i)]
+    for pipe in pipes[::2]:  # half the writers drain all: each is woken by the next message
+        pipe.outbox.take(1000, 1 << 30)
+    woken.clear()
+    assert pub.try_send([b"400"])
+    assert sorted(woken) == [0, 2, 4, 6, 8]
+    assert all(_bodies(p) == [b"400"] for p in pipes[::2])
+    assert all(len(p.outbox) == 300 + 7 * i for i, p in enumerate(pipes) if i % 2)
 
 
 def test_a_full_subscriber_loses_only_its_own_copies_and_comes_back() -> None:

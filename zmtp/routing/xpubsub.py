@@ -516,7 +516,10 @@ class XPub(FanOut, Subscriptions, RoutingStrategy):
         trie = self._trie
         pipes = trie.match(parts[0])
         if len(pipes) < 2 or self.socket.extension is not None:
-            return not pipes or self.fan_out(pipes, parts, self._nodrop)
+            if not pipes:
+                return True
+            self._cache.spent()  # these pipes' queues grow outside the cache's budget
+            return self.fan_out(pipes, parts, self._nodrop)
         if len(parts) == 1:
             small = len(parts[0]) <= SHARED_ENCODING_MAX
         else:
