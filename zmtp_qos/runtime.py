@@ -1064,7 +1064,7 @@ class QoSRuntime(SocketExtension):
     def comps_waiting(self, queue: VerdictQueue) -> None:
         """A verdict made ``queue`` one long (its first since it was last written: the queue
         joins :attr:`comps`, the socket's flusher is woken) or
-        :data:`~zmtp_qos.verdicts.FLUSH_AT` long (written at once: a bound on what a
+        ``FLUSH_AT`` (:mod:`zmtp_qos.verdicts`) long (written at once: a bound on what a
         verdict loop that never yields holds back). Without a flusher: written at once."""
         if len(queue) == 1:
             self.comps.append(queue)

@@ -160,7 +160,7 @@ class _PipeHandle(Handle):
         queue and written with the others of its connection (:meth:`QoSRuntime.complete`,
         which this inlines: keep the two in step). The usual verdict is one append: the
         runtime is called only by the first since the queue was last written (to wake the
-        flusher) and at :data:`~zmtp_qos.verdicts.FLUSH_AT` (to write them now)."""
+        flusher) and at ``FLUSH_AT`` (:mod:`zmtp_qos.verdicts`) (to write them now)."""
         if self.decided:
             raise VerdictError("this message already has a verdict")
         self.decided = True

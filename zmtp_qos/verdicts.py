@@ -2,7 +2,7 @@
 
 The handles of a connection share its :class:`VerdictQueue`: ``complete()`` appends the digest
 to it and goes to the runtime only when the queue has just become non-empty (to wake the
-socket's verdict flusher) or holds :data:`FLUSH_AT` (to write them at once). The usual verdict
+socket's verdict flusher) or holds ``FLUSH_AT`` (to write them at once). The usual verdict
 is then one list append, with no lookup of its connection's queue and no shared counter.
 :meth:`zmtp_qos.runtime.QoSRuntime.flush_verdicts` empties the queues it writes; a queue lives
 as long as its connection's QoS state (``PeerState.verdicts``).
