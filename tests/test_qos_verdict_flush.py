@@ -18,6 +18,7 @@ from tests.test_qos_captures import _frames, _port, _read_until
 from tests.test_qos_reconnect import _raw_peer
 from zmtp_qos.digest import DIGESTERS
 from zmtp_qos.socket import Handle
+from zmtp_qos.verdicts import FLUSH_AT
 
 pytestmark = pytest.mark.anyio
 
@@ -93,6 +94,7 @@ async def test_a_nack_follows_the_comps_given_before_it() -> None:
 
 
 async def test_more_than_256_queued_are_written_without_a_yield() -> None:
+    assert FLUSH_AT == 256  # the bound this test and docs/qos.md name
     bodies = [b"n%d" % i for i in range(300)]
     with anyio.fail_after(30):
         async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
@@ -105,6 +107,72 @@ async def test_more_than_256_queued_are_written_without_a_yield() -> None:
                 await _read_until(raw, buf, 1 + 300)
                 expected = [(b"COMP", _digest(b)) for b in bodies]
                 assert _verdicts(bytes(buf)) == expected
+
+
+async def test_two_connections_verdicts_interleaved_go_each_to_its_own_in_order() -> None:
+    """Each connection has its own verdict queue: COMPs given alternately on two senders'
+    messages reach each sender in the order given there, all counted while queued; a NACK on
+    one writes both connections' COMPs given before it."""
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            ep = await pull.bind("tcp://127.0.0.1:*")
+            a = await _raw_peer(_port(ep), b"PUSH", b"sender-A", 3)
+            b = await _raw_peer(_port(ep), b"PUSH", b"sender-B", 3)
+            async with a, b:
+                await a.send(_data([b"a0", b"a1", b"a2"]))
+                first = await _handles(pull, 3)
+                await b.send(_data([b"b0", b"b1", b"b2"]))
+                second = await _handles(pull, 3)
+                assert [h.parts for h in first + second] == [
+                    [x] for x in (b"a0", b"a1", b"a2", b"b0", b"b1", b"b2")
+                ]
+                order = [second[2], first[1], second[0], first[0]]
+                for handle in order:  # no yield: all four wait for the flusher
+                    handle.complete()
+                assert pull.runtime is not None and pull.runtime.comps_queued == 4
+                first[2].reject(0x05, "bad")  # flushes both queues first
+                assert pull.runtime.comps_queued == 0
+                second[1].complete()
+                buf_a, buf_b = bytearray(), bytearray()
+                await _read_until(a, buf_a, 1 + 3)
+                await _read_until(b, buf_b, 1 + 3)
+                assert _verdicts(bytes(buf_a)) == [
+                    (b"COMP", _digest(b"a1")),
+                    (b"COMP", _digest(b"a0")),
+                    (b"NACK", _digest(b"a2")),
+                ]
+                assert _verdicts(bytes(buf_b)) == [
+                    (b"COMP", _digest(b"b2")),
+                    (b"COMP", _digest(b"b0")),
+                    (b"COMP", _digest(b"b1")),
+                ]
+                assert pull.stats().awaiting_verdict == 0
+
+
+async def test_a_verdict_after_its_connection_ended_is_dropped_quietly() -> None:
+    """The sender is gone (it replays what it did not hear about): completing its message
+    raises nothing, writes nothing, and leaves nothing queued; a second verdict is still an
+    error; a new connection's verdicts go out as usual."""
+    with anyio.fail_after(20):
+        async with zmtp_qos.Socket(zmtp.PULL, qos=3) as pull:
+            events = pull.monitor()
+            raw, (gone, also_gone) = await _setup(pull, [b"g0", b"g1"])
+            await raw.aclose()
+            await events.wait_for(zmtp.Disconnected)
+            gone.complete()
+            also_gone.complete()
+            await pull.wait_written()
+            assert pull.runtime is not None and pull.runtime.comps_queued == 0
+            with pytest.raises(zmtp_qos.VerdictError):
+                gone.complete()
+            again = await _raw_peer(_port(pull.raw.last_endpoint), b"PUSH", SENDER, 3)
+            async with again:
+                await again.send(_data([b"g2"]))
+                (handle,) = await _handles(pull, 1)
+                handle.complete()
+                buf = bytearray()
+                await _read_until(again, buf, 1 + 1)
+                assert _verdicts(bytes(buf)) == [(b"COMP", _digest(b"g2"))]
 
 
 async def test_close_right_after_the_verdicts_writes_them() -> None:

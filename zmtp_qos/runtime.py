@@ -59,6 +59,7 @@ from .events import QoSDeadLettered, QoSFailedOver, QoSReplayed, QoSRetried
 from .pending import PendingTracker
 from .results import DeadLetter, Delivered, NackError, Receipt
 from .stats import QoSStats
+from .verdicts import WAKE_OR_FLUSH, VerdictQueue
 
 RECEIVING_TYPES = frozenset({"PULL", "GATHER"})
 SENDING_TYPES = frozenset({"PUSH", "SCATTER"})
@@ -204,6 +205,8 @@ class PeerState:
     delivered: Delivered = field(default_factory=lambda: _NOBODY)  #: set by validate_peer
     ack_prefix: bytes = b""
     comp_prefix: bytes = b""
+    #: Level-3 receiver: the COMPs of this connection not yet written (made at its first read).
+    verdicts: VerdictQueue | None = None
 
     def __post_init__(self) -> None:
         self.received_digests = RECEIVED_DIGESTERS[self.algorithm]
@@ -237,7 +240,7 @@ class QoSRuntime(SocketExtension):
         identity: bytes,
         on_dead_letter: Callable[[DeadLetter, Receipt], None],
         wake_senders: Callable[[], None],
-        deliver_handles: Callable[[Pipe, list[Received], list[bytes]], int] | None = None,
+        deliver_handles: Callable[[VerdictQueue, list[Received], list[bytes]], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         schedule: Callable[[float, Callable[[], None]], None] | None = None,
     ) -> None:
@@ -251,9 +254,10 @@ class QoSRuntime(SocketExtension):
         self.clock = clock
         self.on_dead_letter = on_dead_letter
         self.wake_senders = wake_senders
-        #: Level 3 receiver: hands a read's new messages (with their digests) to the
-        #: application as handles, in order, and says how many it took (the rest are
-        #: answered NACK 0x84: its queue is full). One call per read, not per message.
+        #: Level 3 receiver: hands a read's new messages (with their digests, and the
+        #: connection's verdict queue) to the application as handles, in order, and says how
+        #: many it took (the rest are answered NACK 0x84: its queue is full). One call per
+        #: read, not per message.
         self.deliver_handles = deliver_handles
         self.tracker: PendingTracker[Entry] = PendingTracker()
         #: id(message list) -> entry, for the lists zmtp holds and has not written yet: queued
@@ -281,13 +285,13 @@ class QoSRuntime(SocketExtension):
         #: message): each copy is answered by that one verdict, on its own connection,
         #: instead of being delivered again. Rare, hence apart (empty: nothing to look up).
         self.copies: dict[tuple[bytes, bytes], list[Pipe]] = {}
-        #: Level 3 receiver: COMPs decided and not yet written, per connection, in verdict
-        #: order (:meth:`complete`): written in one batch per connection by
+        #: Level 3 receiver: the connections' verdict queues holding COMPs decided and not
+        #: yet written (:class:`~zmtp_qos.verdicts.VerdictQueue`), in the order of their
+        #: first verdict since the last flush: written in one batch per connection by
         #: :meth:`flush_verdicts`, which the socket's flusher task runs once woken by
-        #: ``wake_flusher`` (called by the first verdict after a flush); None: no flusher
-        #: (written at once).
-        self.comps: dict[Pipe, list[bytes]] = {}
-        self.comps_queued = 0
+        #: ``wake_flusher`` (called by a queue's first verdict after a flush); None: no
+        #: flusher (written at once).
+        self.comps: list[VerdictQueue] = []
         self.wake_flusher: Callable[[], None] | None = None
         self.delivered = 0
         self.dead_lettered = 0
@@ -316,6 +320,11 @@ class QoSRuntime(SocketExtension):
         self.settling = commands.COMP if level == 3 else commands.ACK
 
     # ------------------------------------------------------------------ counters
+
+    @property
+    def comps_queued(self) -> int:
+        """Level 3 receiver: COMPs decided and not yet written (every connection)."""
+        return sum(map(len, self.comps))
 
     @property
     def in_flight(self) -> int:
@@ -1001,7 +1010,10 @@ class QoSRuntime(SocketExtension):
             self._send_frames(pipe, [prefix + digest for digest in confirmed])
         if digests:
             assert self.deliver_handles is not None
-            taken = self.deliver_handles(pipe, fresh, digests)
+            queue = state.verdicts
+            if queue is None:
+                queue = state.verdicts = VerdictQueue(pipe, self)
+            taken = self.deliver_handles(queue, fresh, digests)
             if taken < len(digests):
                 self.flush_verdicts()  # after the COMPs given before (the table keeps these)
                 text = b"receiver queue full"
@@ -1035,24 +1047,31 @@ class QoSRuntime(SocketExtension):
 
     def complete(self, pipe: Pipe, digest: bytes) -> None:
         """Level 3: the application completed the message ``digest`` from ``pipe``: its COMP
-        (and those of its copies) is queued, written with the others of its connection by
-        :meth:`flush_verdicts` (one frame batch per connection instead of one per message).
-        The first verdict after a flush wakes the socket's flusher; 256 queued are written
-        at once (a bound on what a verdict loop that never yields can hold back).
-        ``zmtp_qos.socket._PipeHandle.complete`` inlines the usual case (keep them in step)."""
-        queue = self.comps.get(pipe)
+        (and those of its copies) is queued on the connection's verdict queue, written with
+        the others of its connection by :meth:`flush_verdicts` (one frame batch per
+        connection instead of one per message). A handle's ``complete()`` appends to the
+        queue itself (``zmtp_qos.socket._PipeHandle.complete``, kept in step with this)."""
+        state: PeerState | None = pipe.extension_state
+        if state is None:
+            return  # its connection is gone: a flush would write nothing for it either
+        queue = state.verdicts
         if queue is None:
-            self.comps[pipe] = [digest]
-        else:
-            queue.append(digest)
-        self.comps_queued += 1
-        if self.comps_queued == 1:
+            queue = state.verdicts = VerdictQueue(pipe, self)
+        queue.append(digest)
+        if len(queue) in WAKE_OR_FLUSH:
+            self.comps_waiting(queue)
+
+    def comps_waiting(self, queue: VerdictQueue) -> None:
+        """A verdict made ``queue`` one long (its first since it was last written: the queue
+        joins :attr:`comps`, the socket's flusher is woken) or
+        ``FLUSH_AT`` (:mod:`zmtp_qos.verdicts`) long (written at once: a bound on what a
+        verdict loop that never yields holds back). Without a flusher: written at once."""
+        if len(queue) == 1:
+            self.comps.append(queue)
             wake = self.wake_flusher
             if wake is not None:
-                wake()
+                wake()  # a no-op when another queue woke it since its last flush
                 return
-        elif self.comps_queued < 256:
-            return
         self.flush_verdicts()
 
     def flush_verdicts(self) -> None:
@@ -1060,15 +1079,20 @@ class QoSRuntime(SocketExtension):
         digests remembered for de-duplication in one call per anchor. Synchronous, so a
         cancellation never leaves half a batch; called by the socket's flusher, and before
         anything that must see every verdict given so far (a NACK, a duplicate's answer,
-        ``stats``, ``unconfirmed``, ``wait_written``, linger and close)."""
-        if not self.comps_queued:
+        ``stats``, ``unconfirmed``, ``wait_written``, linger and close). Each queue is
+        emptied before its COMPs go, so a verdict given meanwhile (over inproc the peer's
+        answer comes back inside the send) queues it again for the next flush."""
+        queues = self.comps
+        if not queues:
             return
-        queued, self.comps = self.comps, {}
-        self.comps_queued = 0
+        self.comps = []
         now = self.clock()
-        for pipe, digests in queued.items():
+        for queue in queues:
+            digests = queue[:]
+            queue.clear()
+            pipe = queue.pipe
             state: PeerState | None = pipe.extension_state
-            if state is None:
+            if state is None or not digests:
                 continue
             anchor = state.anchor
             if anchor is not None:
@@ -1079,9 +1103,7 @@ class QoSRuntime(SocketExtension):
                     if len(table) == len(digests) and table.keys() == set(digests):
                         del self.processing[anchor]  # the usual flush: nothing else awaits
                     else:
-                        pop = table.pop
-                        for digest in digests:
-                            pop(digest, None)
+                        deque(map(table.pop, digests, repeat(None)), 0)  # the loop in C
                         if not table:
                             del self.processing[anchor]
                 self.dedup.add_all(anchor, digests, now)

@@ -22,7 +22,6 @@ import anyio
 from anyio.abc import TaskGroup
 
 import zmtp
-from zmtp.engine.pipe import Pipe
 from zmtp.engine.queue import Message, Received
 from zmtp.errors import CLOSED
 from zmtp.routing.req_rep import Rep, Req
@@ -37,6 +36,7 @@ from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, Entry, QoSRuntime
 from .stats import QoSStats
+from .verdicts import WAKE_OR_FLUSH, VerdictQueue
 
 log = logging.getLogger("zmtp_qos")
 _new_object = object.__new__
@@ -129,21 +129,22 @@ class Handle:
 
 
 class _PipeHandle(Handle):
-    """The handle of a PULL/GATHER message: its verdict goes to the runtime for the pipe and
-    digest it came with. Those are slots, not a closure per message (fewer objects made and
-    walked by the cyclic GC, docs/performance.md)."""
+    """The handle of a PULL/GATHER message: its verdict goes to its connection's
+    :class:`~zmtp_qos.verdicts.VerdictQueue` (a COMP) or, through the queue, to the runtime
+    (a NACK), with the digest it came with. Slots, not a closure per message (fewer objects
+    made and walked by the cyclic GC, docs/performance.md)."""
 
-    __slots__ = ("_digest", "_pipe", "_runtime")
+    __slots__ = ("_digest", "_queue")
 
-    def __init__(self, parts: Received, runtime: QoSRuntime, pipe: Pipe, digest: bytes) -> None:
+    def __init__(self, parts: Received, queue: VerdictQueue, digest: bytes) -> None:
         """With a ``processing_timeout`` in the runtime's config the handle arms its own
         deadline on the runtime's timer (``runtime.schedule``, the socket's). ``parts``
         may be a bare one-part message (see :attr:`Handle.parts`)."""
         self._message = parts
         self.decided = False
-        self._runtime = runtime
-        self._pipe = pipe
+        self._queue = queue
         self._digest = digest
+        runtime = queue.runtime
         timeout = runtime.config.processing_timeout
         if timeout is not None:
             schedule = runtime.schedule
@@ -151,27 +152,22 @@ class _PipeHandle(Handle):
             schedule(timeout, self._expire)
 
     def _verdict(self, code: int | None, text: bytes) -> None:
-        self._runtime.verdict(self._pipe, self._digest, code, text)
+        queue = self._queue
+        queue.runtime.verdict(queue.pipe, self._digest, code, text)
 
     def complete(self) -> None:
-        """The application processed the message: COMP (queued, written with the others of
-        its connection, :meth:`QoSRuntime.complete`). Straight to the runtime: two Python
-        calls fewer per message than through ``_give`` and ``_verdict``."""
+        """The application processed the message: COMP, queued on its connection's verdict
+        queue and written with the others of its connection (:meth:`QoSRuntime.complete`,
+        which this inlines: keep the two in step). The usual verdict is one append: the
+        runtime is called only by the first since the queue was last written (to wake the
+        flusher) and at ``FLUSH_AT`` (:mod:`zmtp_qos.verdicts`) (to write them now)."""
         if self.decided:
             raise VerdictError("this message already has a verdict")
         self.decided = True
-        runtime = self._runtime
-        queued = runtime.comps_queued
-        if 0 < queued < 255:
-            queue = runtime.comps.get(self._pipe)
-            if queue is not None:
-                # QoSRuntime.complete's usual case inlined (keep the two in step): its
-                # connection has COMPs queued, the flusher is already woken and the bound
-                # of 256 is not reached. One Python call fewer per message.
-                queue.append(self._digest)
-                runtime.comps_queued = queued + 1
-                return
-        runtime.complete(self._pipe, self._digest)
+        queue = self._queue
+        queue.append(self._digest)
+        if len(queue) in WAKE_OR_FLUSH:
+            queue.runtime.comps_waiting(queue)
 
 
 class ReplyHandle(Handle):
@@ -504,23 +500,35 @@ class Socket:
     async def _next_handle(self) -> Handle:
         """The next handle of a level-3 PULL/GATHER (its ``recv`` and ``recv_handle``)."""
         handles = self._handles
+        try:
+            taken = handles.popleft()  # the usual call: one is waiting (a read brings many)
+        except IndexError:
+            taken = await self._wait_for_handle()
+        limit = self._receive_limit
+        if limit is not None and len(handles) < limit:
+            self.raw.wake_readers()  # cheap when no reader waits
+        return taken
+
+    async def _wait_for_handle(self) -> Handle:
+        """:meth:`_next_handle` with none queued: wait for a delivery, and take its first."""
+        handles = self._handles
         while not handles:
             # One event shared by every waiting receiver (a worker's concurrent tasks):
             # replacing it would strand the receivers waiting on the old one.
             if self._handles_wakeup is None or self._handles_wakeup.is_set():
                 self._handles_wakeup = anyio.Event()
             await self._handles_wakeup.wait()
-        taken = handles.popleft()
-        limit = self._receive_limit
-        if limit is not None and len(handles) < limit:
-            self.raw.wake_readers()  # cheap when no reader waits
-        return taken
+        return handles.popleft()
 
-    def _deliver_handles(self, pipe: Pipe, messages: list[Received], digests: list[bytes]) -> int:
-        """A read's new level-3 messages from ``pipe`` as handles, in one call: as many as
-        ``recv_hwm`` has room for (how many is returned; the runtime NACKs the rest), and the
-        waiting receivers woken once. The handles are made without ``__init__`` (a Python
-        ``__init__`` costs a C-level call and a frame per message, docs/performance.md)."""
+    def _deliver_handles(
+        self, queue: VerdictQueue, messages: list[Received], digests: list[bytes]
+    ) -> int:
+        """A read's new level-3 messages from ``queue``'s connection as handles, in one
+        call: as many as ``recv_hwm`` has room for (how many is returned; the runtime NACKs
+        the rest), and the waiting receivers woken once. The handles are made without
+        ``__init__`` (a Python ``__init__`` costs a C-level call and a frame per message,
+        docs/performance.md); without a ``processing_timeout`` (the usual case) by a loop
+        that arms nothing."""
         runtime = self.runtime
         assert runtime is not None
         handles = self._handles
@@ -530,20 +538,27 @@ class Socket:
         if room < len(messages):
             messages = messages[:room]
         timeout = runtime.config.processing_timeout
-        schedule = runtime.schedule
         new = _new_object
         append = handles.append
-        for message, digest in zip(messages, digests, strict=False):
-            handle = new(_PipeHandle)
-            handle._message = message  # bare or a list: Handle.parts gives the list
-            handle.decided = False
-            handle._runtime = runtime
-            handle._pipe = pipe
-            handle._digest = digest
-            append(handle)
-            if timeout is not None:  # it arms its own deadline, as _PipeHandle() does
-                assert schedule is not None  # a socket's runtime always has its timer
-                schedule(timeout, handle._expire)
+        if timeout is None:
+            for message, digest in zip(messages, digests, strict=False):
+                handle = new(_PipeHandle)
+                handle._message = message  # bare or a list: Handle.parts gives the list
+                handle.decided = False
+                handle._queue = queue
+                handle._digest = digest
+                append(handle)
+        else:
+            schedule = runtime.schedule
+            assert schedule is not None  # a socket's runtime always has its timer
+            for message, digest in zip(messages, digests, strict=False):
+                handle = new(_PipeHandle)
+                handle._message = message
+                handle.decided = False
+                handle._queue = queue
+                handle._digest = digest
+                append(handle)
+                schedule(timeout, handle._expire)  # it arms its own deadline, as __init__
         wakeup = self._handles_wakeup
         if wakeup is not None:
             self._handles_wakeup = None  # once: the next delivery finds nobody to wake
