@@ -380,15 +380,28 @@ class StreamConnection:
         was delivered, or None if the connection must end."""
         conn = self.conn
         events = conn.receive_data(data, self._clock())
+        if len(events) == 1 and type(event := events[0]) is MessagesReceived:
+            # Data only, the usual read: delivered as _handle_events would, without its
+            # loop over the event types (a round trip's critical path, docs/performance.md).
+            pipe = self.pipe
+            assert pipe is not None
+            self._eager_ok = True  # the application's next send is likely an answer
+            if self._bare:
+                self.socket.incoming_received(pipe, event.messages)
+            else:  # a connection that is not bare decodes every message as a list
+                self.socket.incoming(pipe, event.messages)  # type: ignore[arg-type]
+            if not conn.has_output:
+                # The read armed no timer (a PING, whose TTL arms one, always leaves a PONG
+                # to write, and the handshake has its own events), so the deadline scan of
+                # _rearm_timer is skipped too.
+                return True
+            self._wake_writer()
+            self._rearm_timer()
+            return True
         if events and self._handle_events(events):
             return None
         if conn.has_output:
             self._wake_writer()
-        elif len(events) == 1 and type(events[0]) is MessagesReceived:
-            # Data only: the read armed no timer (a PING, whose TTL arms one, always leaves
-            # a PONG to write, and the handshake has its own events), so the deadline
-            # scan of _rearm_timer is skipped on the round trip's critical path.
-            return True
         self._rearm_timer()
         return bool(events)
 
@@ -741,12 +754,15 @@ class StreamConnection:
         conn = self.conn
         data = conn.data_to_send(self._clock() if conn.ping_unwritten else None)
         outbox = pipe.outbox
-        # One message (an answer, in a ping-pong): popped without take()'s batch sizing.
-        batch = (
-            [outbox.get()]
-            if len(outbox.items) == 1
-            else outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
-        )
+        items = outbox.items
+        if len(items) == 1:
+            # One message (an answer, in a ping-pong): popped without take()'s batch sizing
+            # (MessageQueue.get() inlined: the HWM edge is taken only at a capacity of 1).
+            batch = [items.popleft()]
+            if outbox.capacity == 1:
+                outbox.on_space()
+        else:
+            batch = outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
             encoded = self._encode_batch(pipe, batch)
             data = data + encoded if data else encoded
@@ -927,7 +943,9 @@ def _loop_clock() -> Callable[[], float]:
     except RuntimeError:
         import trio
 
-        return trio.current_time
+        # What trio.current_time() reads (the run's clock, fixed for the run), without its
+        # two Python wrappers.
+        return trio.lowlevel.current_clock().current_time
 
 
 def _keep_loop_polling(seconds: float) -> Callable[[], None]:

@@ -98,9 +98,11 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
         if self._correlate:
             self._request_id, self._id_frame = request_id, id_frame
         # Replies that arrived for an earlier (abandoned) request must not answer this one.
-        for ready in self._ready:
-            ready.inbox.clear()
-        self._ready.clear()
+        stale = self._ready
+        if stale:  # (rare: the usual request finds nothing waiting)
+            for ready in stale:
+                ready.inbox.clear()
+            stale.clear()
         self._failure = None
         self._receiving = True
         self._reply_pipe = pipe
