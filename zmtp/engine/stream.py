@@ -486,27 +486,18 @@ class StreamConnection:
         own cadence sees a cancel within 64 receives and yields every 1024 taken from the
         inbox; a read that waits yields in the wait."""
         read_size = self._read_size
-        try:
-            try:
-                data: bytes = sock.recv(read_size)
-            except BlockingIOError:
-                while True:
-                    if sock.fileno() < 0:
-                        raise anyio.ClosedResourceError from None
-                    await anyio.wait_readable(sock)
-                    try:
-                        data = sock.recv(read_size)
-                        break
-                    except BlockingIOError:
-                        continue
-            else:
-                ready = self._ready_reads = self._ready_reads + 1
-                if not ready & _READY_READ_YIELD_MASK:
-                    await cancel_shielded_checkpoint()
-        except OSError as exc:
-            _raise_stream_error(sock, exc)
-        if not data:
-            raise anyio.EndOfStream
+        data = _recv_ready(sock, read_size)
+        if data is None:
+            while True:
+                if sock.fileno() < 0:
+                    raise anyio.ClosedResourceError
+                await anyio.wait_readable(sock)
+                data = _recv_ready(sock, read_size)
+                if data is not None:
+                    return data
+        ready = self._ready_reads = self._ready_reads + 1
+        if not ready & _READY_READ_YIELD_MASK:
+            await cancel_shielded_checkpoint()
         return data
 
     async def _poll_raw(self, deadline: float) -> bytes | None:
@@ -519,16 +510,12 @@ class StreamConnection:
             raw = self._raw
             if raw is None:
                 return None
-            try:
-                data: bytes = raw.recv(read_size)
-            except BlockingIOError:
-                if perf_counter() >= deadline:
-                    return None
-                await checkpoint()
-                continue
-            if not data:
-                raise anyio.EndOfStream
-            return data
+            data = _recv_ready(raw, read_size)
+            if data is not None:
+                return data
+            if perf_counter() >= deadline:
+                return None
+            await checkpoint()
 
     def rouse_reader(self) -> None:
         """Give the read side back to the reader now (a resting lease: the socket's recv is
@@ -1005,6 +992,22 @@ def _cancel_clean_receive(stream: ByteStream) -> tuple[Callable[[int], Awaitable
     return receive, False
 
 
+def _recv_ready(sock: socket.socket, size: int) -> bytes | None:
+    """One non-blocking read of a raw socket, as the stream's own receive would report it:
+    the bytes, or None if none are there yet; ``anyio.EndOfStream`` at the peer's close, and
+    any other ``OSError`` as :func:`_raise_stream_error` says. The one read of trio's lent
+    reads (``_lent_receive``) and of the answer spin (``_poll_raw``)."""
+    try:
+        data = sock.recv(size)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        _raise_stream_error(sock, exc)
+    if not data:
+        raise anyio.EndOfStream
+    return data
+
+
 def _raise_stream_error(raw: Any, exc: OSError) -> NoReturn:
     """Turn a raw socket's ``OSError`` into the anyio error its stream would have raised.
 
@@ -1074,5 +1077,6 @@ def _describe_io_error(exc: BaseException) -> str:
         return "connection closed by peer"
     if isinstance(exc, anyio.ClosedResourceError):
         return "connection closed"
-    text = str(exc) or type(exc).__name__
+    cause = exc.__cause__  # a raw socket's OSError under anyio's (see _raise_stream_error)
+    text = str(exc) or (str(cause) if cause is not None else "") or type(exc).__name__
     return f"connection lost: {text}"
