@@ -19,7 +19,7 @@ kernel and had to be woken), per process. Wrapping costs ~1 us per mark, so read
 ``bench_latency.py`` gives those.
 
 The zmtp marks patch engine internals (``StreamConnection.__init__`` and ``_write_now``,
-``Connection.receive_data``, ``StreamConnection._handle_events``): if they change, this tool
+``Connection.receive_data``, ``StreamConnection._process_input``): if they change, this tool
 says so instead of measuring something else.
 
 usage: latency_breakdown.py [--backend asyncio|trio] [--kind reqrep|pair|raw] [--n N]
@@ -141,10 +141,10 @@ def _patch_engine(prefix: str) -> None:
     from zmtp.protocol import connection as pc
 
     conn_cls = st.StreamConnection
-    for name in ("__init__", "_handle_events", "_write_now"):
+    for name in ("__init__", "_process_input", "_write_now"):
         if not hasattr(conn_cls, name):
             raise SystemExit(f"StreamConnection.{name} is gone: update latency_breakdown.py")
-    init, handle, write_now = conn_cls.__init__, conn_cls._handle_events, conn_cls._write_now
+    init, process, write_now = conn_cls.__init__, conn_cls._process_input, conn_cls._write_now
     receive_data = pc.Connection.receive_data
 
     def patched_init(self: Any, socket: Any, stream: Any, *args: Any, **kwargs: Any) -> None:
@@ -171,10 +171,12 @@ def _patch_engine(prefix: str) -> None:
         REC.mark(prefix + "parsed")
         return events
 
-    def patched_handle(self: Any, events: Any) -> bool:
-        end: bool = handle(self, events)
+    # "handled" once a read's events are applied (a data-only read is delivered in
+    # _process_input itself, not by _handle_events).
+    def patched_process(self: Any, data: bytes) -> bool | None:
+        delivered: bool | None = process(self, data)
         REC.mark(prefix + "handled")
-        return end
+        return delivered
 
     def patched_write_now(self: Any) -> bool:
         REC.mark(prefix + "tx0")
@@ -183,7 +185,7 @@ def _patch_engine(prefix: str) -> None:
         return done
 
     conn_cls.__init__ = patched_init  # type: ignore[method-assign]
-    conn_cls._handle_events = patched_handle  # type: ignore[method-assign]
+    conn_cls._process_input = patched_process  # type: ignore[method-assign]
     conn_cls._write_now = patched_write_now  # type: ignore[method-assign]
     pc.Connection.receive_data = patched_receive_data  # type: ignore[method-assign]
 

@@ -19,8 +19,13 @@ from .protocol.errors import TimedOut
 def call_timeout(seconds: float | None, what: str) -> AbstractContextManager[Any]:
     """The timeout of one ``send``/``recv`` call (``what``); None waits for ever."""
     if seconds is None:
-        return nullcontext()
+        return _NO_TIMEOUT
     return _timed(seconds, what)
+
+
+#: What :func:`call_timeout` returns for no timeout: one shared instance (a ``nullcontext``
+#: keeps no state, so it is reusable and reentrant), not a new one per blocking call.
+_NO_TIMEOUT: AbstractContextManager[Any] = nullcontext()
 
 
 @contextmanager

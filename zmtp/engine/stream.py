@@ -380,15 +380,28 @@ class StreamConnection:
         was delivered, or None if the connection must end."""
         conn = self.conn
         events = conn.receive_data(data, self._clock())
+        if len(events) == 1 and type(event := events[0]) is MessagesReceived:
+            # Data only, the usual read: delivered as _handle_events would, without its
+            # loop over the event types (a round trip's critical path, docs/performance.md).
+            pipe = self.pipe
+            assert pipe is not None
+            self._eager_ok = True  # the application's next send is likely an answer
+            if self._bare:
+                self.socket.incoming_received(pipe, event.messages)
+            else:  # a connection that is not bare decodes every message as a list
+                self.socket.incoming(pipe, event.messages)  # type: ignore[arg-type]
+            if not conn.has_output:
+                # The read armed no timer (a PING, whose TTL arms one, always leaves a PONG
+                # to write, and the handshake has its own events), so the deadline scan of
+                # _rearm_timer is skipped too.
+                return True
+            self._wake_writer()
+            self._rearm_timer()
+            return True
         if events and self._handle_events(events):
             return None
         if conn.has_output:
             self._wake_writer()
-        elif len(events) == 1 and type(events[0]) is MessagesReceived:
-            # Data only: the read armed no timer (a PING, whose TTL arms one, always leaves
-            # a PONG to write, and the handshake has its own events), so the deadline
-            # scan of _rearm_timer is skipped on the round trip's critical path.
-            return True
         self._rearm_timer()
         return bool(events)
 
@@ -473,27 +486,18 @@ class StreamConnection:
         own cadence sees a cancel within 64 receives and yields every 1024 taken from the
         inbox; a read that waits yields in the wait."""
         read_size = self._read_size
-        try:
-            try:
-                data: bytes = sock.recv(read_size)
-            except BlockingIOError:
-                while True:
-                    if sock.fileno() < 0:
-                        raise anyio.ClosedResourceError from None
-                    await anyio.wait_readable(sock)
-                    try:
-                        data = sock.recv(read_size)
-                        break
-                    except BlockingIOError:
-                        continue
-            else:
-                ready = self._ready_reads = self._ready_reads + 1
-                if not ready & _READY_READ_YIELD_MASK:
-                    await cancel_shielded_checkpoint()
-        except OSError as exc:
-            _raise_stream_error(sock, exc)
-        if not data:
-            raise anyio.EndOfStream
+        data = _recv_ready(sock, read_size)
+        if data is None:
+            while True:
+                if sock.fileno() < 0:
+                    raise anyio.ClosedResourceError
+                await anyio.wait_readable(sock)
+                data = _recv_ready(sock, read_size)
+                if data is not None:
+                    return data
+        ready = self._ready_reads = self._ready_reads + 1
+        if not ready & _READY_READ_YIELD_MASK:
+            await cancel_shielded_checkpoint()
         return data
 
     async def _poll_raw(self, deadline: float) -> bytes | None:
@@ -506,16 +510,12 @@ class StreamConnection:
             raw = self._raw
             if raw is None:
                 return None
-            try:
-                data: bytes = raw.recv(read_size)
-            except BlockingIOError:
-                if perf_counter() >= deadline:
-                    return None
-                await checkpoint()
-                continue
-            if not data:
-                raise anyio.EndOfStream
-            return data
+            data = _recv_ready(raw, read_size)
+            if data is not None:
+                return data
+            if perf_counter() >= deadline:
+                return None
+            await checkpoint()
 
     def rouse_reader(self) -> None:
         """Give the read side back to the reader now (a resting lease: the socket's recv is
@@ -741,12 +741,15 @@ class StreamConnection:
         conn = self.conn
         data = conn.data_to_send(self._clock() if conn.ping_unwritten else None)
         outbox = pipe.outbox
-        # One message (an answer, in a ping-pong): popped without take()'s batch sizing.
-        batch = (
-            [outbox.get()]
-            if len(outbox.items) == 1
-            else outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
-        )
+        items = outbox.items
+        if len(items) == 1:
+            # One message (an answer, in a ping-pong): popped without take()'s batch sizing
+            # (MessageQueue.get() inlined: the HWM edge is taken only at a capacity of 1).
+            batch = [items.popleft()]
+            if outbox.capacity == 1:
+                outbox.on_space()
+        else:
+            batch = outbox.take(_MAX_BATCH_MESSAGES, _MAX_BATCH_BYTES)
         if batch:
             encoded = self._encode_batch(pipe, batch)
             data = data + encoded if data else encoded
@@ -927,7 +930,9 @@ def _loop_clock() -> Callable[[], float]:
     except RuntimeError:
         import trio
 
-        return trio.current_time
+        # What trio.current_time() reads (the run's clock, fixed for the run), without its
+        # two Python wrappers.
+        return trio.lowlevel.current_clock().current_time
 
 
 def _keep_loop_polling(seconds: float) -> Callable[[], None]:
@@ -985,6 +990,22 @@ def _cancel_clean_receive(stream: ByteStream) -> tuple[Callable[[int], Awaitable
             return data
 
     return receive, False
+
+
+def _recv_ready(sock: socket.socket, size: int) -> bytes | None:
+    """One non-blocking read of a raw socket, as the stream's own receive would report it:
+    the bytes, or None if none are there yet; ``anyio.EndOfStream`` at the peer's close, and
+    any other ``OSError`` as :func:`_raise_stream_error` says. The one read of trio's lent
+    reads (``_lent_receive``) and of the answer spin (``_poll_raw``)."""
+    try:
+        data = sock.recv(size)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        _raise_stream_error(sock, exc)
+    if not data:
+        raise anyio.EndOfStream
+    return data
 
 
 def _raise_stream_error(raw: Any, exc: OSError) -> NoReturn:
@@ -1056,5 +1077,6 @@ def _describe_io_error(exc: BaseException) -> str:
         return "connection closed by peer"
     if isinstance(exc, anyio.ClosedResourceError):
         return "connection closed"
-    text = str(exc) or type(exc).__name__
+    cause = exc.__cause__  # a raw socket's OSError under anyio's (see _raise_stream_error)
+    text = str(exc) or (str(cause) if cause is not None else "") or type(exc).__name__
     return f"connection lost: {text}"

@@ -98,9 +98,11 @@ class Req(FairQueue, RoundRobin, ProbeRouter, RoutingStrategy):
         if self._correlate:
             self._request_id, self._id_frame = request_id, id_frame
         # Replies that arrived for an earlier (abandoned) request must not answer this one.
-        for ready in self._ready:
-            ready.inbox.clear()
-        self._ready.clear()
+        stale = self._ready
+        if stale:  # (rare: the usual request finds nothing waiting)
+            for ready in stale:
+                ready.inbox.clear()
+            stale.clear()
         self._failure = None
         self._receiving = True
         self._reply_pipe = pipe
@@ -197,8 +199,16 @@ class Rep(FairQueue, RoutingStrategy):
         if pipe.attached and ext is not None and not ext.can_send(pipe):
             return False  # an extension holds the slot: wait for it
         self._envelope = self._reply_pipe = None
-        if pipe.attached and not pipe.outbox.full:
-            pipe.send(envelope + parts)
+        if pipe.attached:
+            outbox = pipe.outbox
+            items = outbox.items
+            if len(items) < outbox.capacity:
+                if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
+                    items.append(envelope + parts)
+                    if len(items) == 1:
+                        outbox.on_data()
+                else:
+                    pipe.send(envelope + parts)
         return True
 
     # ------------------------------------------------- extension points (a QoS layer's REQ/REP)
@@ -230,6 +240,15 @@ class Rep(FairQueue, RoutingStrategy):
             if item is None:
                 return None
             pipe, message = item
+            if len(message) == 2:
+                # A direct REQ's request, ``[b"", body]`` (the usual one, on a round trip's
+                # critical path): the delimiter test without the scan below.
+                delimiter, body = message
+                if delimiter:
+                    continue  # no delimiter: discarded, as libzmq does
+                self._envelope = [delimiter]
+                self._reply_pipe = pipe
+                return [body]
             # The delimiter is the first empty frame that has a body after it.
             for index in range(len(message) - 1):
                 if not message[index]:
