@@ -582,6 +582,22 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._sends = sends
         return True
 
+    def try_send_part(self, message: Message) -> bool:
+        """:meth:`try_send_prepared` of a message the caller made itself as a one-element
+        list of ``bytes`` (``[data]`` after its own ``type(data) is bytes``, or what
+        :func:`as_message` gives for one part), so the check of its shape is not made twice:
+        the same declines otherwise (closing, the cancel cadence, a send check, no peer with
+        room). Extension point: the QoS layer's tracked ``send`` calls it once per message.
+        """
+        sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK or self._core.closing:
+            return False
+        strategy = self._strategy
+        if strategy.send_check or not strategy.try_send(message):
+            return False
+        self._sends = sends
+        return True
+
     async def _send_blocking(self, message: Message) -> None:
         """Wait for a peer with room, up to ``send_timeout``."""
         strategy = self._strategy
