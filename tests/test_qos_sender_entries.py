@@ -151,6 +151,24 @@ def test_a_batch_of_the_whole_queued_table_takes_it_in_one_piece() -> None:
     assert runtime.in_flight == 0
 
 
+@pytest.mark.parametrize("after", [1, 16, 17, 40])
+def test_a_batch_of_the_first_filed_lists_leaves_the_later_ones_filed(after: int) -> None:
+    """The batch is the table's first lists and ``after`` more were filed behind them (a
+    send whose cancel check let the writer run first): in one piece up to 16 of them, by
+    pops beyond; the later lists stay filed, in order, with their own entries."""
+    runtime, pipe, _ = _runtime()
+    messages = [[b"m%d" % i] for i in range(4 + after)]
+    receipts = [runtime.register(m) for m in messages]
+    runtime.before_send_batch(pipe, messages[:4])
+    assert runtime.tracker.entries(pipe) == receipts[:4]
+    later = zip(messages[4:], receipts[4:], strict=True)
+    assert list(runtime.queued.items()) == [(id(m), r) for m, r in later]
+    runtime.before_send_batch(pipe, messages[4:])
+    assert runtime.queued == {} and runtime.tracker.entries(pipe) == receipts
+    _ack(runtime, pipe, messages)
+    assert runtime.in_flight == 0 and all(r.outcome == Delivered("peer") for r in receipts)
+
+
 def test_a_batch_in_another_order_or_of_part_of_the_table_pops_its_own() -> None:
     """A replay put in front of the outbox (a batch in another order than the table's), a
     batch of one peer of two (part of the table), and a batch of the table's size holding a
