@@ -125,9 +125,10 @@ async def test_level1_fail_over_keeps_the_write_order() -> None:
 
 
 async def test_try_send_part_declines_as_try_send_prepared_does() -> None:
-    """``try_send_part`` skips only the shape check: no peer yet, a closed socket and the
-    cancel cadence still decline: the 16th call, and each after it until ``send_prepared``
-    (which the caller falls back to) has taken its cancel check."""
+    """``try_send_part`` skips only the shape check: no peer yet, a closed socket, a socket
+    type with a send check (REQ) and the cancel cadence still decline: the 16th call, and
+    each after it until ``send_prepared`` (which the caller falls back to) has taken its
+    cancel check."""
     async with zmtp.Socket(zmtp.PUSH, linger=0) as push:
         assert not push.try_send_part([b"no peer yet"])
         await push.connect("tcp://127.0.0.1:1")  # never up: the pipe queues
@@ -136,3 +137,6 @@ async def test_try_send_part_declines_as_try_send_prepared_does() -> None:
         await push.send_prepared([b"the fallback"])
         assert push.try_send_part([b"again"])
     assert not push.try_send_part([b"closed"])
+    async with zmtp.Socket(zmtp.REQ, linger=0) as req:  # a type with a send check
+        await req.connect("tcp://127.0.0.1:1")
+        assert not req.try_send_part([b"checked by send_prepared"])
