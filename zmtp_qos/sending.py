@@ -5,7 +5,8 @@ its ``send``. It is a closure rather than a method so that what it reads per mes
 runtime, its ``queued`` table and ``send_hwm``, the raw socket's two prepared sends) are cell
 loads fixed when the socket is made, not attribute loads through ``self`` and an assertion
 that the runtime exists: a dozen interpreter steps fewer per message on the level-1 sender,
-the QoS bottleneck (docs/performance.md, optimisation log "QoS sender send as a closure").
+the QoS bottleneck (docs/performance.md, optimisation log "QoS sender send as a closure and
+class attribute reads").
 Level 0 and plain zmtp sockets never run it.
 """
 
