@@ -590,7 +590,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
     def try_send_part(self, message: Message) -> bool:
         """:meth:`try_send_prepared` of a message the caller made itself as a one-element
         list of ``bytes`` (``[data]`` after its own ``type(data) is bytes``, or what
-        :func:`as_message` gives for one part), so the check of its shape is not made twice:
+        ``as_message`` gives for one part), so the check of its shape is not made twice:
         the same declines otherwise (closing, the cancel cadence, a send check, no peer with
         room). Extension point: the QoS layer's tracked ``send`` calls it once per message.
         """
