@@ -115,6 +115,60 @@ def test_a_lost_connection_requeues_new_lists_for_written_and_queued_messages() 
     assert runtime.in_flight == 0
 
 
+def test_a_batch_of_the_whole_queued_table_takes_it_in_one_piece() -> None:
+    """``before_send_batch`` empties ``queued`` at once when the batch is every list filed,
+    in filing order (the writer of the only peer took its whole outbox); otherwise it pops
+    the batch's lists alone. Either way each message is tracked with its own entry."""
+    runtime, pipe, _ = _runtime()
+    messages = [[b"m%d" % i] for i in range(5)]
+    receipts = [runtime.register(m) for m in messages]
+    runtime.before_send_batch(pipe, messages)
+    assert runtime.queued == {} and runtime.in_flight == 5
+    assert runtime.tracker.entries(pipe) == receipts
+    _ack(runtime, pipe, messages)
+    assert [r.outcome for r in receipts] == [Delivered("peer")] * 5
+    assert runtime.in_flight == 0
+
+
+@pytest.mark.parametrize("after", [1, 16, 17, 40])
+def test_a_batch_of_the_first_filed_lists_leaves_the_later_ones_filed(after: int) -> None:
+    """The batch is the table's first lists and ``after`` more were filed behind them (a
+    send whose cancel check let the writer run first): in one piece up to 16 of them, by
+    pops beyond; the later lists stay filed, in order, with their own entries."""
+    runtime, pipe, _ = _runtime()
+    messages = [[b"m%d" % i] for i in range(4 + after)]
+    receipts = [runtime.register(m) for m in messages]
+    runtime.before_send_batch(pipe, messages[:4])
+    assert runtime.tracker.entries(pipe) == receipts[:4]
+    later = zip(messages[4:], receipts[4:], strict=True)
+    assert list(runtime.queued.items()) == [(id(m), r) for m, r in later]
+    runtime.before_send_batch(pipe, messages[4:])
+    assert runtime.queued == {} and runtime.tracker.entries(pipe) == receipts
+    _ack(runtime, pipe, messages)
+    assert runtime.in_flight == 0 and all(r.outcome == Delivered("peer") for r in receipts)
+
+
+def test_a_batch_in_another_order_or_of_part_of_the_table_pops_its_own() -> None:
+    """A replay put in front of the outbox (a batch in another order than the table's), a
+    batch of one peer of two (part of the table), and a batch of the table's size holding a
+    list the wrapper never filed: each message still finds its own entry, and what the batch
+    did not hold stays filed."""
+    runtime, pipe, _ = _runtime()
+    a, b, c = [b"a"], [b"b"], [b"c"]
+    ra, rb, rc = (runtime.register(m) for m in (a, b, c))
+    runtime.before_send_batch(pipe, [b, a])  # another order, and c not in it
+    assert runtime.queued == {id(c): rc}
+    assert runtime.tracker.entries(pipe) == [rb, ra]  # write order
+    foreign = [b"never filed"]
+    runtime.before_send_batch(pipe, [foreign])  # the table's size (1), another list
+    assert runtime.queued == {id(c): rc} and runtime.in_flight == 4  # an entry made for it
+    runtime.before_send_batch(pipe, [c])
+    assert runtime.queued == {}
+    _ack(runtime, pipe, [a, b, c, foreign])
+    assert [r.outcome for r in (ra, rb, rc)] == [Delivered("peer")] * 3
+    assert runtime.in_flight == 0
+
+
 def test_close_out_dead_letters_queued_written_and_retrying_entries_once() -> None:
     runtime, pipe, letters = _runtime(level=3)
     written, queued, retrying = [b"w"], [b"q"], [b"r", b"2"]

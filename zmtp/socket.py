@@ -236,6 +236,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_ops",
         "_recv_ticks",
         "_seen_yields",
+        "_send_unchecked",
         "_sends",
         "_strategy",
         "last_endpoint",
@@ -252,6 +253,10 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._core = core = SocketCore(self.socket_type, self.options)
         #: The routing strategy, kept here too for the send/recv fast paths.
         self._strategy = core.strategy
+        #: Whether the type's sends skip ``check_send`` (``RoutingStrategy.send_check``, a
+        #: class attribute) as a slot: try_send_part reads it per message, and CPython 3.11
+        #: specialises a slot's read, not a class attribute's through an instance.
+        self._send_unchecked = not core.strategy.send_check
         self._entered = False
         #: The task that holds the socket's task group on asyncio (_GroupTask), if any.
         self._group_task: _GroupTask | None = None
@@ -578,6 +583,21 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             return False
         strategy = self._strategy
         if strategy.send_check or not strategy.try_send(message):
+            return False
+        self._sends = sends
+        return True
+
+    def try_send_part(self, message: Message) -> bool:
+        """:meth:`try_send_prepared` of a message the caller made itself as a one-element
+        list of ``bytes`` (``[data]`` after its own ``type(data) is bytes``, or what
+        ``as_message`` gives for one part), so the check of its shape is not made twice:
+        the same declines otherwise (closing, the cancel cadence, a send check, no peer with
+        room). Extension point: the QoS layer's tracked ``send`` calls it once per message.
+        """
+        sends = self._sends + 1
+        if not sends & _CANCEL_CHECK_MASK or self._core.closing or not self._send_unchecked:
+            return False
+        if not self._strategy.try_send(message):
             return False
         self._sends = sends
         return True

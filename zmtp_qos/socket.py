@@ -34,7 +34,8 @@ from .config import QoSConfig
 from .letters import DeadLetterStream, DeadLetterStreams
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
-from .runtime import RECEIVING_TYPES, SENDING_TYPES, Entry, QoSRuntime
+from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
+from .sending import tracked_send
 from .stats import QoSStats
 from .verdicts import WAKE_OR_FLUSH, VerdictQueue
 
@@ -255,8 +256,8 @@ class Socket:
         Forwarded: everything at level 0; sends of REQ (no receipt: the reply is the
         acknowledgement) and of REP below level 3 (no reply handle); receives below level 3
         and of a REQ (plain messages). The methods below remain for what adds QoS work; a
-        PUSH or SCATTER at level >= 1 gets its tracked send bound as ``send`` (no level test
-        per message).
+        PUSH or SCATTER at level >= 1 gets its tracked send bound as ``send``
+        (:func:`zmtp_qos.sending.tracked_send`: no level test per message).
         """
         raw = self.raw
         names: list[str] = []
@@ -267,7 +268,10 @@ class Socket:
         for name in names:
             setattr(self, name, getattr(raw, name))
         if self.runtime is not None and self._reqrep is None and kind in SENDING_TYPES:
-            self.send = self._send_tracked  # type: ignore[method-assign]
+            # The tracked send, a closure over what it reads per message (zmtp_qos.sending).
+            self.send = tracked_send(  # type: ignore[method-assign,assignment]
+                self.runtime, raw, self._wait_for_slot
+            )
         if self.level == 3 and kind in RECEIVING_TYPES:
             # recv and recv_handle are the handle queue's own receive: recv_handle's checks
             # (level, REQ/REP) hold for the socket's life, so they are made here, once.
@@ -386,42 +390,7 @@ class Socket:
 
     async def send(self, data: bytes | bytearray | memoryview | str) -> Receipt | None:
         """Send one part; see :meth:`send_multipart` (the same types as ``zmtp.Socket.send``)."""
-        if self.runtime is None or self._reqrep is not None:
-            return await self.send_multipart([data])
-        return await self._send_tracked(data)
-
-    async def _send_tracked(self, data: bytes | bytearray | memoryview | str) -> Receipt:
-        """:meth:`send` of a PUSH or SCATTER at level >= 1 (``_delegate`` makes it ``send``
-        itself): send_multipart's tracked path, spelled out, one coroutine fewer per message.
-        As zmtp.Socket.send converts (str as UTF-8; anything else refused with its
-        WrongType): the digest is then over the bytes that go on the wire."""
-        runtime = self.runtime
-        assert runtime is not None
-        if type(data) is bytes:
-            message = [data]
-        else:
-            message = as_message((data,))
-            data = message[0]
-        unsettled = runtime.unsettled
-        if unsettled >= runtime.send_hwm:
-            await self._wait_for_slot()
-            unsettled = runtime.unsettled
-        # Entry.new(message) and runtime.register inlined (one call fewer per message; keep
-        # the three in step): the entry keeps the bytes, the list is zmtp's (see Entry).
-        receipt = runtime.queued[id(message)] = _new_object(Entry)
-        receipt.outcome = None
-        receipt.watched = None
-        receipt.parts = data
-        runtime.unsettled = unsettled + 1
-        raw = self.raw
-        if raw.try_send_prepared(message):  # queued: no second coroutine awaited
-            return receipt
-        try:
-            await raw.send_prepared(message)
-        except BaseException:
-            runtime.unregister(message)  # never queued: no receipt, no dead letter
-            raise
-        return receipt
+        return await self.send_multipart([data])  # a tracked socket binds its own: _delegate
 
     async def send_multipart(self, parts: Iterable[Any]) -> Receipt | None:
         """Send a message: its parts as ``zmtp.Socket.send_multipart`` takes them (bytes,

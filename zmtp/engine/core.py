@@ -407,6 +407,7 @@ class SocketCore:
             raise UsageError("an extension is already installed")
         if self.endpoints.any():
             raise UsageError("install extensions before bind/connect")
+        extension.gates_sends = type(extension).gates_sends  # read per message: see its doc
         self.extension = extension
 
     @property
