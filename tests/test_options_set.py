@@ -34,6 +34,21 @@ def test_set_checks_like_the_constructor() -> None:
     assert sock.get("identity") == b"me"
 
 
+@pytest.mark.parametrize(
+    ("pyzmq_name", "zmtp_name"),
+    [("routing_id", "identity"), ("sndhwm", "send_hwm"), ("RCVTIMEO", "recv_timeout")],
+)
+def test_a_pyzmq_option_name_is_answered_with_the_zmtp_name(
+    pyzmq_name: str, zmtp_name: str
+) -> None:
+    """Regression: ``routing_id=`` (pyzmq's ``ROUTING_ID``) suggested ``connect_routing_id``,
+    a different option; ``sndhwm`` suggested nothing useful."""
+    with pytest.raises(zmtp.UnknownOption, match=f"did you mean {zmtp_name}"):
+        zmtp.Socket(zmtp.DEALER, **{pyzmq_name: 1})
+    with pytest.raises(zmtp.UnknownOption, match=f"did you mean {zmtp_name}"):
+        zmtp.Socket(zmtp.DEALER).set(pyzmq_name, 1)
+
+
 def test_set_normalises_keys() -> None:
     _public, secret = zmtp.curve_keypair()
     sock = zmtp.Socket(zmtp.DEALER)

@@ -348,10 +348,27 @@ def get_option(options: Options, name: str) -> Any:
     return getattr(options, name)
 
 
+#: pyzmq's (libzmq's) option names, lower case, whose zmtp name is not a close spelling of them:
+#: a ported ``routing_id=`` or ``sndhwm=`` is answered with the zmtp name, not a near miss.
+PYZMQ_NAMES: dict[str, str] = {
+    "routing_id": "identity",
+    "sndhwm": "send_hwm",
+    "rcvhwm": "recv_hwm",
+    "hwm": "send_hwm and recv_hwm",
+    "sndtimeo": "send_timeout (in seconds)",
+    "rcvtimeo": "recv_timeout (in seconds)",
+    "maxmsgsize": "max_message_size",
+    "rcvbuf": "read_size",
+    "subscribe": "sock.subscribe(topic)",
+    "unsubscribe": "sock.unsubscribe(topic)",
+}
+
+
 def _unknown(name: str) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=3)
+    pyzmq = PYZMQ_NAMES.get(name.lower())
+    close = [pyzmq] if pyzmq else difflib.get_close_matches(name, sorted(OPTION_NAMES), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     return f"unknown socket option {name!r}{hint}; valid options: {sorted(OPTION_NAMES)}"
 
