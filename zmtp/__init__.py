@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import (
+    BindError,
     HostUnreachable,
     InvalidArgument,
     InvalidState,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
 _MONITOR_EVENTS = (
     "Accepted",
     "AcceptFailed",
+    "BindError",
     "BindFailed",
     "Closed",
     "ConnectDelayed",

@@ -26,7 +26,7 @@ from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
 from .engine.queue import Message, Received
-from .errors import CLOSED, NEVER_OPENED, SocketClosed, ZMTPError
+from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, ZMTPError
 from .extension import SocketExtension
 from .monitor import Monitor, PeerInfo
 from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
@@ -377,7 +377,14 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
     async def bind(self, endpoint: str) -> str:
         """Listen on ``endpoint``; returns the resolved endpoint (e.g. the real port)."""
-        resolved = await self._core.endpoints.bind(endpoint)
+        try:
+            resolved = await self._core.endpoints.bind(endpoint)
+        except OSError as exc:
+            if isinstance(exc, ZMTPError):
+                raise
+            # The system's error does not say which of a program's binds failed.
+            reason = exc.strerror or str(exc)
+            raise BindError(exc.errno, f"cannot bind {endpoint}: {reason}") from exc
         self.last_endpoint = resolved
         return resolved
 
