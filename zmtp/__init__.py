@@ -72,7 +72,6 @@ if TYPE_CHECKING:
 _MONITOR_EVENTS = (
     "Accepted",
     "AcceptFailed",
-    "BindError",
     "BindFailed",
     "Closed",
     "ConnectDelayed",
@@ -160,6 +159,7 @@ __all__ = [
     "AuthRequest",
     "AuthResult",
     "Authenticator",
+    "BindError",
     "BindFailed",
     "Closed",
     "ConnectDelayed",

@@ -56,8 +56,8 @@ class HostUnreachable(ZMTPError):
 
 __all__ = [
     "CLOSED",
-    "BindError",
     "NEVER_OPENED",
+    "BindError",
     "HostUnreachable",
     "InvalidArgument",
     "InvalidState",
