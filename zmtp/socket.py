@@ -28,6 +28,7 @@ from .engine.core import SocketCore
 from .engine.queue import Message, Received
 from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, ZMTPError
 from .extension import SocketExtension
+from .group_exit import leave_task_group
 from .monitor import Monitor, PeerInfo
 from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
 from .protocol.errors import InvalidArgument, UsageError, WrongType
@@ -351,16 +352,15 @@ class Socket(SocketTypeMethods, AsyncSerializers):
                 if isinstance(error, Exception):
                     raise error  # the group's, as the socket's own group raised it
                 tg = None
-                if exc_type is not None:
-                    # A group entered only to be left: what leaves the body comes out as it
-                    # did through the socket's own group (an exception in anyio's
-                    # ExceptionGroup, a cancellation as it is).
+                if exc_type is not None and not isinstance(exc, Exception):
+                    # A group entered only to be left: a cancellation leaves as it did
+                    # through the socket's own group (an exception leaves as itself).
                     tg = anyio.create_task_group()
                     await tg.__aenter__()
             if tg is not None:
                 # Every task was stopped by close(); this only joins them. Never cancel the
                 # group's own scope: it also covers the body of the user's `async with`.
-                await tg.__aexit__(exc_type, exc, tb)
+                await leave_task_group(tg, exc_type, exc, tb)
         return None
 
     @property
