@@ -399,12 +399,14 @@ def warn_if_milliseconds(name: str, value: Any, stacklevel: int = 4) -> None:
     The rule: an ``int`` (not a float: ``1000.0`` says "I mean seconds") of at least
     :data:`MILLISECONDS_LOOK`. The value is still used as seconds.
     """
-    if (
-        name in TIME_OPTIONS
-        and type(value) is int
-        and value >= MILLISECONDS_LOOK
-        and (name, value) not in _warned
-    ):
+    if name in TIME_OPTIONS:
+        warn_if_milliseconds_argument(name, value, stacklevel + 1)
+
+
+def warn_if_milliseconds_argument(name: str, value: Any, stacklevel: int = 3) -> None:
+    """:func:`warn_if_milliseconds` for a time argument that is no option (``Poller.poll``'s
+    ``timeout``: pyzmq's ``poll(1000)`` is one second, zmtp's would wait 1000)."""
+    if type(value) is int and value >= MILLISECONDS_LOOK and (name, value) not in _warned:
         _warned.add((name, value))
         import warnings
 

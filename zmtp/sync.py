@@ -70,7 +70,13 @@ import anyio
 from .errors import CLOSED, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
-from .options import OPTION_NAMES, Options, option_attribute, warn_if_milliseconds
+from .options import (
+    OPTION_NAMES,
+    Options,
+    option_attribute,
+    warn_if_milliseconds,
+    warn_if_milliseconds_argument,
+)
 from .poller import POLLIN, POLLOUT, Registrations
 from .poller import Poller as AsyncPoller
 from .protocol.errors import InvalidArgument, TimedOut
@@ -651,6 +657,7 @@ class Poller(Registrations[Socket]):
     nothing (a message already moved to a socket's receive buffer counts as waiting)."""
 
     def poll(self, timeout: float | None = None) -> list[tuple[Socket, int]]:
+        warn_if_milliseconds_argument("timeout", timeout)  # pyzmq's poll(1000) is 1 s
         if not self.sockets:
             return []
         buffered = {s for s, f in self.sockets.items() if f & POLLIN and s._core.inbox}
