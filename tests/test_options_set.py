@@ -49,6 +49,27 @@ def test_a_pyzmq_option_name_is_answered_with_the_zmtp_name(
         zmtp.Socket(zmtp.DEALER).set(pyzmq_name, 1)
 
 
+@pytest.mark.parametrize("face", [zmtp.Socket, zmtp.sync.Socket])
+def test_pyzmq_methods_and_attributes_answer_with_the_zmtp_spelling(face: type) -> None:
+    """Regression: ``sock.setsockopt(...)``, ``sock.bind_to_random_port(...)`` or
+    ``sock.sndhwm = 10`` ported from pyzmq raised a bare "no attribute"."""
+    sock = face(zmtp.PUSH)
+    try:
+        with pytest.raises(AttributeError, match=r"no 'setsockopt': use sock\.set\("):
+            sock.setsockopt(1, 10)
+        with pytest.raises(AttributeError, match=r"sock\.bind\('tcp://127\.0\.0\.1:\*'\)"):
+            sock.bind_to_random_port("tcp://127.0.0.1")
+        with pytest.raises(AttributeError, match="the option send_hwm"):
+            sock.sndhwm = 10
+        with pytest.raises(AttributeError, match="the option identity"):
+            print(sock.routing_id)
+        assert not hasattr(sock, "poll")
+        assert sock.subscribe  # a zmtp method of the same name is untouched
+    finally:
+        if isinstance(sock, zmtp.sync.Socket):
+            sock.close()
+
+
 def test_set_normalises_keys() -> None:
     _public, secret = zmtp.curve_keypair()
     sock = zmtp.Socket(zmtp.DEALER)

@@ -33,6 +33,7 @@ from .monitor import Monitor, PeerInfo
 from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
 from .protocol.errors import InvalidArgument, UsageError, WrongType
 from .protocol.sockettypes import SocketType
+from .pyzmq_hints import install_pyzmq_hints
 from .serialize import AsyncSerializers
 from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
@@ -757,3 +758,4 @@ for _name in sorted(OPTION_NAMES):
     if not hasattr(Socket, _name):
         setattr(Socket, _name, option_attribute(_name))
 del _name
+install_pyzmq_hints(Socket)

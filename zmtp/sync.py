@@ -81,6 +81,7 @@ from .poller import POLLIN, POLLOUT, Registrations
 from .poller import Poller as AsyncPoller
 from .protocol.errors import InvalidArgument, TimedOut
 from .protocol.sockettypes import SocketType
+from .pyzmq_hints import install_pyzmq_hints
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
 from .socket import as_message
@@ -790,6 +791,7 @@ for _name in sorted(OPTION_NAMES):
     if not hasattr(Socket, _name):
         setattr(Socket, _name, option_attribute(_name))
 del _name
+install_pyzmq_hints(Socket)
 
 __all__ = [
     "EXIT_LINGER",
