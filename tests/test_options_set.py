@@ -70,6 +70,18 @@ def test_pyzmq_methods_and_attributes_answer_with_the_zmtp_spelling(face: type) 
             sock.close()
 
 
+def test_identity_takes_str_as_utf8() -> None:
+    """Regression: ``identity="bob"`` was refused as "must be at most 255 bytes"."""
+    assert zmtp.Socket(zmtp.DEALER, identity="bob").get("identity") == b"bob"
+    sock = zmtp.Socket(zmtp.DEALER)
+    sock.set("identity", "zoë")
+    assert sock.get("identity") == "zoë".encode()
+    with pytest.raises(zmtp.OptionError, match="bytes or str, not int"):
+        zmtp.Socket(zmtp.DEALER, identity=5)
+    with pytest.raises(zmtp.OptionError, match="at most 255 bytes"):
+        zmtp.Socket(zmtp.DEALER, identity="x" * 256)
+
+
 def test_set_normalises_keys() -> None:
     _public, secret = zmtp.curve_keypair()
     sock = zmtp.Socket(zmtp.DEALER)

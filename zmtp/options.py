@@ -27,8 +27,9 @@ NOTIFY_DISCONNECT = 2
 class Options:
     """Every option a socket understands. Pass them as keyword arguments to ``Socket``."""
 
-    #: ``ZMQ_ROUTING_ID``: sent as the ``Identity`` property (REQ, DEALER, ROUTER); 0-255 bytes,
-    #: must not start with a zero byte (reserved for generated ids).
+    #: ``ZMQ_ROUTING_ID``: sent as the ``Identity`` property (REQ, DEALER, ROUTER); 0-255 bytes
+    #: (a ``str`` is taken as UTF-8), must not start with a zero byte (reserved for generated
+    #: ids).
     identity: bytes = b""
     #: ``ZMQ_SNDHWM``: messages queued per peer before ``send`` blocks (or PUB drops). 0 = no limit.
     send_hwm: int = 1000
@@ -176,7 +177,11 @@ class Options:
     zap_domain: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.identity, bytes) or len(self.identity) > 255:
+        if isinstance(self.identity, str):  # as plain_username, and zmtp_qos.Worker(identity=)
+            self.identity = self.identity.encode("utf-8")
+        if not isinstance(self.identity, bytes):
+            raise OptionError(f"identity must be bytes or str, not {type(self.identity).__name__}")
+        if len(self.identity) > 255:
             raise OptionError("identity must be at most 255 bytes")
         if self.identity.startswith(b"\0"):
             raise OptionError("identities starting with a zero byte are reserved")
