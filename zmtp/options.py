@@ -177,10 +177,11 @@ class Options:
     zap_domain: str = ""
 
     def __post_init__(self) -> None:
-        if isinstance(self.identity, str):  # as plain_username, and zmtp_qos.Worker(identity=)
-            self.identity = self.identity.encode("utf-8")
-        if not isinstance(self.identity, bytes):
-            raise OptionError(f"identity must be bytes or str, not {type(self.identity).__name__}")
+        identity: object = self.identity  # typed bytes; a caller's kwargs may hold anything
+        if isinstance(identity, str):  # as plain_username, and zmtp_qos.Worker(identity=)
+            self.identity = identity.encode("utf-8")
+        elif not isinstance(identity, bytes):
+            raise OptionError(f"identity must be bytes or str, not {type(identity).__name__}")
         if len(self.identity) > 255:
             raise OptionError("identity must be at most 255 bytes")
         if self.identity.startswith(b"\0"):
