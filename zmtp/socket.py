@@ -368,6 +368,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
     def closed(self) -> bool:
         return self._core.closed
 
+    @property
+    def unsent_at_close(self) -> int:
+        """How many queued messages ``close()`` dropped: still waiting for a peer when the
+        ``linger`` time ended (0 before the socket is closed). pyzmq cannot tell; a tool
+        that must not report success for messages that never left (``zmtp cat``) reads it."""
+        return self._core.unsent_at_close
+
     async def close(self, linger: float | _Unset | None = _UNSET) -> None:
         """Close the socket: stop listening, flush queued messages for up to ``linger``
         seconds (the ``linger`` option by default; None waits until everything is written),
