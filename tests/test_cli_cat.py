@@ -254,6 +254,16 @@ def test_plain_server(context: object) -> None:
         tool.kill()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_messages_no_peer_took_within_linger_exit_1(backend: str) -> None:
+    """Regression: ``zmtp cat PUSH -c`` to an endpoint nobody listens on exited 0 after the
+    linger, its message dropped, as if it had been sent."""
+    proc = cat("PUSH", "-c", "tcp://127.0.0.1:1", "-d", "x", "--linger", "0.2",
+               "--backend", backend)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "1 message(s) not sent: no peer took them within --linger (0.2 s)" in proc.stderr
+
+
 def test_errors_and_help() -> None:
     proc = cat("PUSH")
     assert proc.returncode == 1 and "at least one --bind or --connect" in proc.stderr

@@ -348,3 +348,20 @@ if __name__ == "__main__":  # the longer run: python -m tests.test_engine_close 
                 close_race_stress, seconds, Path(tmp), random.Random(), backend=backend
             )
         print(f"{backend}: {done} close-race rounds, no hang, no leak")
+
+
+async def test_unsent_at_close_counts_what_the_linger_dropped() -> None:
+    """What ``zmtp cat`` reads to exit 1 instead of 0 when its messages never left."""
+    with anyio.fail_after(TIMEOUT):
+        async with zmtp.Socket(zmtp.PUSH, linger=0.05) as push:
+            await push.connect("tcp://127.0.0.1:1")  # nobody there: the messages stay queued
+            for n in range(3):
+                await push.send(b"%d" % n)
+            assert push.unsent_at_close == 0  # not closed yet
+        assert push.unsent_at_close == 3
+        async with zmtp.Socket(zmtp.PULL) as pull, zmtp.Socket(zmtp.PUSH) as delivered:
+            await delivered.connect(await pull.bind("inproc://unsent-at-close"))
+            await delivered.send(b"taken")
+            await delivered.close()
+            assert delivered.unsent_at_close == 0
+            assert await pull.recv() == b"taken"

@@ -3,7 +3,9 @@ base callers expect as a second base, and a message that says what happened and 
 
 from __future__ import annotations
 
+import errno
 import inspect
+import socket
 
 import anyio
 import pytest
@@ -33,6 +35,7 @@ def test_every_exported_exception_is_a_zmtp_error() -> None:
         (zmtp.WrongType, TypeError),
         (zmtp.TimedOut, TimeoutError),
         (zmtp.UsageError, RuntimeError),
+        (zmtp.BindError, OSError),
     ],
 )
 def test_second_bases_kept(cls: type[Exception], builtin: type[Exception]) -> None:
@@ -86,6 +89,32 @@ async def test_endpoint_error_is_exported() -> None:
     async with zmtp.Socket(zmtp.PULL) as sock:
         with pytest.raises(zmtp.EndpointError):
             await sock.bind("nonsense://x")
+
+
+@pytest.mark.anyio
+async def test_bind_to_a_port_in_use_is_a_zmtp_error_naming_the_endpoint() -> None:
+    """Regression: a port in use raised the bare ``OSError`` of the system, which is no
+    ``ZMTPError`` and does not say which bind failed; a host that does not resolve raised
+    ``socket.gaierror``."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        endpoint = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+        async with zmtp.Socket(zmtp.PULL) as sock:
+            with pytest.raises(zmtp.BindError, match=f"cannot bind {endpoint}") as info:
+                await sock.bind(endpoint)
+            assert info.value.errno == errno.EADDRINUSE
+            with pytest.raises(zmtp.BindError, match=r"no\.such\.host\.invalid"):
+                await sock.bind("tcp://no.such.host.invalid:5555")
+
+
+def test_sync_bind_to_a_port_in_use_is_a_bind_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        endpoint = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+        with zmtp.sync.Socket(zmtp.PULL) as blocking, pytest.raises(zmtp.BindError):
+            blocking.bind(endpoint)
 
 
 def test_sync_timeouts_have_a_message() -> None:

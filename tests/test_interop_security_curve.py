@@ -139,6 +139,7 @@ async def test_our_client_with_the_wrong_server_key(lz: Libzmq) -> None:
             event = await monitor.wait_for(zmtp.HandshakeFailed)
             assert isinstance(event, zmtp.HandshakeFailed)
             assert event.kind == "closed"  # libzmq closes without ERROR
+            assert "during the CURVE handshake: check curve_serverkey" in event.reason
             failed = await their_monitor.wait_for("HANDSHAKE_FAILED_PROTOCOL")
             assert failed.name == "HANDSHAKE_FAILED_PROTOCOL"
 

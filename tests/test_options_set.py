@@ -34,6 +34,54 @@ def test_set_checks_like_the_constructor() -> None:
     assert sock.get("identity") == b"me"
 
 
+@pytest.mark.parametrize(
+    ("pyzmq_name", "zmtp_name"),
+    [("routing_id", "identity"), ("sndhwm", "send_hwm"), ("RCVTIMEO", "recv_timeout")],
+)
+def test_a_pyzmq_option_name_is_answered_with_the_zmtp_name(
+    pyzmq_name: str, zmtp_name: str
+) -> None:
+    """Regression: ``routing_id=`` (pyzmq's ``ROUTING_ID``) suggested ``connect_routing_id``,
+    a different option; ``sndhwm`` suggested nothing useful."""
+    with pytest.raises(zmtp.UnknownOption, match=f"did you mean {zmtp_name}"):
+        zmtp.Socket(zmtp.DEALER, **{pyzmq_name: 1})
+    with pytest.raises(zmtp.UnknownOption, match=f"did you mean {zmtp_name}"):
+        zmtp.Socket(zmtp.DEALER).set(pyzmq_name, 1)
+
+
+@pytest.mark.parametrize("face", [zmtp.Socket, zmtp.sync.Socket])
+def test_pyzmq_methods_and_attributes_answer_with_the_zmtp_spelling(face: type) -> None:
+    """Regression: ``sock.setsockopt(...)``, ``sock.bind_to_random_port(...)`` or
+    ``sock.sndhwm = 10`` ported from pyzmq raised a bare "no attribute"."""
+    sock = face(zmtp.PUSH)
+    try:
+        with pytest.raises(AttributeError, match=r"no 'setsockopt': use sock\.set\("):
+            sock.setsockopt(1, 10)
+        with pytest.raises(AttributeError, match=r"sock\.bind\('tcp://127\.0\.0\.1:\*'\)"):
+            sock.bind_to_random_port("tcp://127.0.0.1")
+        with pytest.raises(AttributeError, match="the option send_hwm"):
+            sock.sndhwm = 10
+        with pytest.raises(AttributeError, match="the option identity"):
+            print(sock.routing_id)
+        assert not hasattr(sock, "poll")
+        assert sock.subscribe  # a zmtp method of the same name is untouched
+    finally:
+        if isinstance(sock, zmtp.sync.Socket):
+            sock.close()
+
+
+def test_identity_takes_str_as_utf8() -> None:
+    """Regression: ``identity="bob"`` was refused as "must be at most 255 bytes"."""
+    assert zmtp.Socket(zmtp.DEALER, identity="bob").get("identity") == b"bob"
+    sock = zmtp.Socket(zmtp.DEALER)
+    sock.set("identity", "zoë")
+    assert sock.get("identity") == "zoë".encode()
+    with pytest.raises(zmtp.OptionError, match="bytes or str, not int"):
+        zmtp.Socket(zmtp.DEALER, identity=5)
+    with pytest.raises(zmtp.OptionError, match="at most 255 bytes"):
+        zmtp.Socket(zmtp.DEALER, identity="x" * 256)
+
+
 def test_set_normalises_keys() -> None:
     _public, secret = zmtp.curve_keypair()
     sock = zmtp.Socket(zmtp.DEALER)

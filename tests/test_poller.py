@@ -79,3 +79,28 @@ def test_sync_poller(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
         assert poller.poll(10) == [(pull, zmtp.sync.POLLIN)]  # buffered in the face or not
         assert pull.recv() == b"two"
         assert poller.poll(0) == []
+
+
+@pytest.mark.anyio
+async def test_a_poll_timeout_in_pyzmq_milliseconds_warns(anyio_backend: str) -> None:
+    """Regression: ``poller.poll(1000)`` ported from pyzmq (one second there) waited 1000 s
+    here with no word; it now warns as a time option in milliseconds does."""
+    millis = 3000 if anyio_backend == "asyncio" else 3001  # warned once per value
+    with anyio.fail_after(20):
+        async with zmtp.Socket(zmtp.PULL) as pull, zmtp.Socket(zmtp.PUSH) as push:
+            await push.connect(await pull.bind("inproc://poll-millis"))
+            await push.send(b"waiting")
+            poller = Poller()
+            poller.register(pull, POLLIN)
+            with pytest.warns(UserWarning, match=rf"timeout={millis} is {millis} seconds"):
+                assert await poller.poll(millis) == [(pull, POLLIN)]
+
+
+def test_a_sync_poll_timeout_in_pyzmq_milliseconds_warns() -> None:
+    with zmtp.sync.Socket(zmtp.PULL) as pull, zmtp.sync.Socket(zmtp.PUSH) as push:
+        push.connect(pull.bind("tcp://127.0.0.1:*"))
+        push.send(b"waiting")
+        poller = zmtp.sync.Poller()
+        poller.register(pull, POLLIN)
+        with pytest.warns(UserWarning, match=r"did you mean timeout=4\?"):
+            assert poller.poll(4000) == [(pull, POLLIN)]

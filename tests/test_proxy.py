@@ -144,3 +144,56 @@ async def test_steering_commands(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
             assert outcome and outcome[0].frontend.messages_in == 1
             stop.set()
             await anyio.to_thread.run_sync(server.join, 10)
+
+
+async def test_a_socket_closed_under_the_proxy_raises_socket_closed() -> None:
+    """Regression: the documented ``SocketClosed`` came out wrapped in the proxy's
+    ExceptionGroup, so ``except zmtp.SocketClosed`` around the proxy caught nothing."""
+    with anyio.fail_after(10):
+        async with zmtp.Socket(zmtp.ROUTER) as frontend, zmtp.Socket(zmtp.DEALER) as backend:
+            await frontend.bind("inproc://proxy-closed-front")
+            await backend.bind("inproc://proxy-closed-back")
+            outcome: list[BaseException] = []
+
+            async def run() -> None:
+                try:
+                    await proxy(frontend, backend)
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await anyio.wait_all_tasks_blocked()
+                await frontend.close()
+        assert len(outcome) == 1 and isinstance(outcome[0], zmtp.SocketClosed), outcome
+
+
+def test_sync_proxy_raises_socket_closed_when_closed_from_another_thread() -> None:
+    import zmtp.sync
+
+    front = zmtp.sync.Socket(zmtp.ROUTER)
+    back = zmtp.sync.Socket(zmtp.DEALER)
+    client = zmtp.sync.Socket(zmtp.DEALER, linger=0)
+    worker = zmtp.sync.Socket(zmtp.DEALER, linger=0, recv_timeout=10.0)
+    client.connect(front.bind("tcp://127.0.0.1:*"))
+    worker.connect(back.bind("tcp://127.0.0.1:*"))
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            zmtp.sync.proxy(front, back)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        client.send(b"through")
+        assert worker.recv_multipart()[-1] == b"through"  # the proxy is running
+        front.close()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], zmtp.SocketClosed), outcome
+    finally:
+        for sock in (back, client, worker):
+            sock.close()

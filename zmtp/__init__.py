@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import (
+    BindError,
     HostUnreachable,
     InvalidArgument,
     InvalidState,
@@ -158,6 +159,7 @@ __all__ = [
     "AuthRequest",
     "AuthResult",
     "Authenticator",
+    "BindError",
     "BindFailed",
     "Closed",
     "ConnectDelayed",

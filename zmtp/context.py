@@ -14,6 +14,7 @@ nothing.
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -21,6 +22,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .errors import NEVER_OPENED, SocketClosed
+from .group_exit import leave_task_group
 from .protocol.sockettypes import SocketType
 from .socket import Socket
 
@@ -42,7 +44,10 @@ class Context:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            self._task_group = await stack.enter_async_context(anyio.create_task_group())
+            group = anyio.create_task_group()
+            await group.__aenter__()
+            stack.push_async_exit(partial(leave_task_group, group))
+            self._task_group = group
         except BaseException as error:
             await stack.__aexit__(type(error), error, error.__traceback__)
             raise

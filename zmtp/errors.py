@@ -43,6 +43,13 @@ class UnknownOption(OptionError, TypeError):
     keyword argument); the message lists the valid names."""
 
 
+class BindError(ZMTPError, OSError):
+    """``bind`` could not listen on the endpoint (address in use, no such interface, a host
+    that does not resolve). Also the ``OSError`` the system raised, with its ``errno`` (pyzmq
+    raises ``ZMQError(EADDRINUSE)``); the message names the endpoint, which the system's
+    does not."""
+
+
 class HostUnreachable(ZMTPError):
     """ROUTER_MANDATORY: no peer has the routing id the message is addressed to."""
 
@@ -50,6 +57,7 @@ class HostUnreachable(ZMTPError):
 __all__ = [
     "CLOSED",
     "NEVER_OPENED",
+    "BindError",
     "HostUnreachable",
     "InvalidArgument",
     "InvalidState",

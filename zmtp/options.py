@@ -27,8 +27,9 @@ NOTIFY_DISCONNECT = 2
 class Options:
     """Every option a socket understands. Pass them as keyword arguments to ``Socket``."""
 
-    #: ``ZMQ_ROUTING_ID``: sent as the ``Identity`` property (REQ, DEALER, ROUTER); 0-255 bytes,
-    #: must not start with a zero byte (reserved for generated ids).
+    #: ``ZMQ_ROUTING_ID``: sent as the ``Identity`` property (REQ, DEALER, ROUTER); 0-255 bytes
+    #: (a ``str`` is taken as UTF-8), must not start with a zero byte (reserved for generated
+    #: ids).
     identity: bytes = b""
     #: ``ZMQ_SNDHWM``: messages queued per peer before ``send`` blocks (or PUB drops). 0 = no limit.
     send_hwm: int = 1000
@@ -176,7 +177,12 @@ class Options:
     zap_domain: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.identity, bytes) or len(self.identity) > 255:
+        identity: object = self.identity  # typed bytes; a caller's kwargs may hold anything
+        if isinstance(identity, str):  # as plain_username, and zmtp_qos.Worker(identity=)
+            self.identity = identity.encode("utf-8")
+        elif not isinstance(identity, bytes):
+            raise OptionError(f"identity must be bytes or str, not {type(identity).__name__}")
+        if len(self.identity) > 255:
             raise OptionError("identity must be at most 255 bytes")
         if self.identity.startswith(b"\0"):
             raise OptionError("identities starting with a zero byte are reserved")
@@ -348,10 +354,27 @@ def get_option(options: Options, name: str) -> Any:
     return getattr(options, name)
 
 
+#: pyzmq's (libzmq's) option names, lower case, whose zmtp name is not a close spelling of them:
+#: a ported ``routing_id=`` or ``sndhwm=`` is answered with the zmtp name, not a near miss.
+PYZMQ_NAMES: dict[str, str] = {
+    "routing_id": "identity",
+    "sndhwm": "send_hwm",
+    "rcvhwm": "recv_hwm",
+    "hwm": "send_hwm and recv_hwm",
+    "sndtimeo": "send_timeout (in seconds)",
+    "rcvtimeo": "recv_timeout (in seconds)",
+    "maxmsgsize": "max_message_size",
+    "rcvbuf": "read_size",
+    "subscribe": "sock.subscribe(topic)",
+    "unsubscribe": "sock.unsubscribe(topic)",
+}
+
+
 def _unknown(name: str) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=3)
+    pyzmq = PYZMQ_NAMES.get(name.lower())
+    close = [pyzmq] if pyzmq else difflib.get_close_matches(name, sorted(OPTION_NAMES), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     return f"unknown socket option {name!r}{hint}; valid options: {sorted(OPTION_NAMES)}"
 
@@ -382,12 +405,14 @@ def warn_if_milliseconds(name: str, value: Any, stacklevel: int = 4) -> None:
     The rule: an ``int`` (not a float: ``1000.0`` says "I mean seconds") of at least
     :data:`MILLISECONDS_LOOK`. The value is still used as seconds.
     """
-    if (
-        name in TIME_OPTIONS
-        and type(value) is int
-        and value >= MILLISECONDS_LOOK
-        and (name, value) not in _warned
-    ):
+    if name in TIME_OPTIONS:
+        warn_if_milliseconds_argument(name, value, stacklevel + 1)
+
+
+def warn_if_milliseconds_argument(name: str, value: Any, stacklevel: int = 3) -> None:
+    """:func:`warn_if_milliseconds` for a time argument that is no option (``Poller.poll``'s
+    ``timeout``: pyzmq's ``poll(1000)`` is one second, zmtp's would wait 1000)."""
+    if type(value) is int and value >= MILLISECONDS_LOOK and (name, value) not in _warned:
         _warned.add((name, value))
         import warnings
 

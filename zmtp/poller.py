@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from .options import warn_if_milliseconds_argument
 from .socket import Socket
 
 #: libzmq's flag values, so ``zmq.POLLIN`` works too.
@@ -75,7 +76,9 @@ class Poller(Registrations[Socket]):
 
     async def poll(self, timeout: float | None = None) -> list[tuple[Socket, int]]:
         """Wait up to ``timeout`` seconds for a registered socket to be ready; returns
-        ``[(socket, events)]`` (empty on timeout)."""
+        ``[(socket, events)]`` (empty on timeout). An ``int`` of 1000 or more warns once: it
+        looks like pyzmq's milliseconds."""
+        warn_if_milliseconds_argument("timeout", timeout)
         found = self.ready()
         if found or timeout == 0:
             return found

@@ -16,11 +16,13 @@ as in libzmq, so use a PAIR control socket (or REP, sending only ``STATISTICS``)
 from __future__ import annotations
 
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, SocketClosed
 from .socket import Socket
 
 _SEND_ONLY = frozenset({"PUSH", "PUB", "RADIO", "SCATTER"})
@@ -81,6 +83,19 @@ async def steerable_proxy(
             "forward in either direction"
         )
 
+    # The first socket found closed ends the proxy: raised as itself after the group, not in
+    # the task group's ExceptionGroup (the documented ``SocketClosed``).
+    closed: list[SocketClosed] = []
+
+    async def until_closed(
+        scope: anyio.CancelScope, run: Callable[..., Awaitable[None]], *args: Any
+    ) -> None:
+        try:
+            await run(*args)
+        except SocketClosed as exc:
+            closed.append(exc)
+            scope.cancel()
+
     async def forward(
         source: Socket, source_stats: SocketStatistics, sink: Socket, sink_stats: SocketStatistics
     ) -> None:
@@ -114,9 +129,11 @@ async def steerable_proxy(
 
     async with anyio.create_task_group() as tg:
         for direction in directions:
-            tg.start_soon(forward, *direction)
+            tg.start_soon(until_closed, tg.cancel_scope, forward, *direction)
         if control is not None:
-            tg.start_soon(steer, control, tg.cancel_scope)
+            tg.start_soon(until_closed, tg.cancel_scope, steer, control, tg.cancel_scope)
+    if closed:
+        raise closed[0]
     return stats
 
 

@@ -26,12 +26,14 @@ from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
 from .engine.queue import Message, Received
-from .errors import CLOSED, NEVER_OPENED, SocketClosed, ZMTPError
+from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, ZMTPError
 from .extension import SocketExtension
+from .group_exit import leave_task_group
 from .monitor import Monitor, PeerInfo
 from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
 from .protocol.errors import InvalidArgument, UsageError, WrongType
 from .protocol.sockettypes import SocketType
+from .pyzmq_hints import install_pyzmq_hints
 from .serialize import AsyncSerializers
 from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
@@ -356,21 +358,27 @@ class Socket(SocketTypeMethods, AsyncSerializers):
                 if isinstance(error, Exception):
                     raise error  # the group's, as the socket's own group raised it
                 tg = None
-                if exc_type is not None:
-                    # A group entered only to be left: what leaves the body comes out as it
-                    # did through the socket's own group (an exception in anyio's
-                    # ExceptionGroup, a cancellation as it is).
+                if exc_type is not None and not isinstance(exc, Exception):
+                    # A group entered only to be left: a cancellation leaves as it did
+                    # through the socket's own group (an exception leaves as itself).
                     tg = anyio.create_task_group()
                     await tg.__aenter__()
             if tg is not None:
                 # Every task was stopped by close(); this only joins them. Never cancel the
                 # group's own scope: it also covers the body of the user's `async with`.
-                await tg.__aexit__(exc_type, exc, tb)
+                await leave_task_group(tg, exc_type, exc, tb)
         return None
 
     @property
     def closed(self) -> bool:
         return self._core.closed
+
+    @property
+    def unsent_at_close(self) -> int:
+        """How many queued messages ``close()`` dropped: still waiting for a peer when the
+        ``linger`` time ended (0 before the socket is closed). pyzmq cannot tell; a tool
+        that must not report success for messages that never left (``zmtp cat``) reads it."""
+        return self._core.unsent_at_close
 
     async def close(self, linger: float | _Unset | None = _UNSET) -> None:
         """Close the socket: stop listening, flush queued messages for up to ``linger``
@@ -382,7 +390,14 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
     async def bind(self, endpoint: str) -> str:
         """Listen on ``endpoint``; returns the resolved endpoint (e.g. the real port)."""
-        resolved = await self._core.endpoints.bind(endpoint)
+        try:
+            resolved = await self._core.endpoints.bind(endpoint)
+        except OSError as exc:
+            if isinstance(exc, ZMTPError):
+                raise
+            # The system's error does not say which of a program's binds failed.
+            reason = exc.strerror or str(exc)
+            raise BindError(exc.errno, f"cannot bind {endpoint}: {reason}") from exc
         self.last_endpoint = resolved
         return resolved
 
@@ -770,3 +785,4 @@ for _name in sorted(OPTION_NAMES):
     if not hasattr(Socket, _name):
         setattr(Socket, _name, option_attribute(_name))
 del _name
+install_pyzmq_hints(Socket)

@@ -70,11 +70,18 @@ import anyio
 from .errors import CLOSED, SocketClosed
 from .monitor import Monitor as AsyncMonitor
 from .monitor import MonitorEvent, PeerInfo
-from .options import OPTION_NAMES, Options, option_attribute, warn_if_milliseconds
+from .options import (
+    OPTION_NAMES,
+    Options,
+    option_attribute,
+    warn_if_milliseconds,
+    warn_if_milliseconds_argument,
+)
 from .poller import POLLIN, POLLOUT, Registrations
 from .poller import Poller as AsyncPoller
 from .protocol.errors import InvalidArgument, TimedOut
 from .protocol.sockettypes import SocketType
+from .pyzmq_hints import install_pyzmq_hints
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
 from .socket import as_message
@@ -651,6 +658,7 @@ class Poller(Registrations[Socket]):
     nothing (a message already moved to a socket's receive buffer counts as waiting)."""
 
     def poll(self, timeout: float | None = None) -> list[tuple[Socket, int]]:
+        warn_if_milliseconds_argument("timeout", timeout)  # pyzmq's poll(1000) is 1 s
         if not self.sockets:
             return []
         buffered = {s for s, f in self.sockets.items() if f & POLLIN and s._core.inbox}
@@ -783,6 +791,7 @@ for _name in sorted(OPTION_NAMES):
     if not hasattr(Socket, _name):
         setattr(Socket, _name, option_attribute(_name))
 del _name
+install_pyzmq_hints(Socket)
 
 __all__ = [
     "EXIT_LINGER",

@@ -429,6 +429,14 @@ class Cat:
         # closed (within --linger): the plugin reports what failed
         if hooks.closed() and status == OK:
             status = ERROR
+        if status == OK and raw.unsent_at_close:
+            # Sent into a queue no peer emptied: not a success (a QoS plugin reports its own).
+            print(
+                f"zmtp cat: {raw.unsent_at_close} message(s) not sent: no peer took them "
+                f"within --linger ({args.linger:g} s)",
+                file=sys.stderr,
+            )
+            status = ERROR
         return status
 
     async def exchange(self, sock: Any) -> int:

@@ -72,6 +72,8 @@ class SocketCore:
         #: ``close()`` has begun (no new sends, endpoints or links) / has finished.
         self.closing = False
         self.closed = False
+        #: Messages still queued for a peer when ``close()`` stopped lingering (dropped).
+        self.unsent_at_close = 0
         self.pipes: set[Pipe] = set()
         #: The connection whose read side a ``recv`` has borrowed (see :meth:`lent_read`).
         self.lent_connection: StreamConnection | None = None
@@ -143,6 +145,9 @@ class SocketCore:
                     await self._linger_or_warn()
         finally:
             self._linger_scope = None
+            self.unsent_at_close = sum(  # an inproc "outbox" is already the peer's inbox
+                len(p.outbox.items) for p in self.pipes if not p.endpoint.startswith("inproc://")
+            )
             with anyio.CancelScope(shield=True):
                 await self._teardown()
 

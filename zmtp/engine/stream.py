@@ -111,6 +111,7 @@ from ..protocol.events import (
 from ..protocol.mechanism import AuthRequest
 from ..transport.streams import ipc_peer_credentials
 from .allocator import settle_for_reads
+from .handshake_hints import PEER_CLOSED, handshake_failure_reason
 from .pipe import Pipe, PipeClosed
 from .queue import Message
 
@@ -312,6 +313,7 @@ class StreamConnection:
             self.socket.emit(Disconnected(self.endpoint, reason, self.address))
         else:
             kind = "closed" if self.end_kind == "io" else self.end_kind
+            reason = handshake_failure_reason(self.socket.options, reason)
             self.socket.emit(HandshakeFailed(self.endpoint, reason, kind, self.address))
 
     # ------------------------------------------------------------------ reading
@@ -1074,7 +1076,7 @@ def _raw_socket(stream: ByteStream) -> tuple[Any, Callable[[bytes], int] | None]
 
 def _describe_io_error(exc: BaseException) -> str:
     if isinstance(exc, anyio.EndOfStream):
-        return "connection closed by peer"
+        return PEER_CLOSED
     if isinstance(exc, anyio.ClosedResourceError):
         return "connection closed"
     cause = exc.__cause__  # a raw socket's OSError under anyio's (see _raise_stream_error)

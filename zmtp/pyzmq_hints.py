@@ -1,0 +1,47 @@
+"""pyzmq's socket methods and option attributes that zmtp spells differently, answered with
+the zmtp spelling.
+
+A socket has ``__slots__`` and no ``__getattr__`` hook (nothing per message), so a ported
+``sock.setsockopt(...)`` or ``sock.sndhwm = 10`` raised a bare "'Socket' object has no
+attribute" that says nothing of where the call went; each name here is a property that
+raises ``AttributeError`` with the way to do it instead (``hasattr`` stays False).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .options import PYZMQ_NAMES
+
+#: pyzmq ``Socket`` methods and their zmtp replacement (docs/from-pyzmq.md has the table).
+PYZMQ_METHODS: dict[str, str] = {
+    "setsockopt": "sock.set('send_hwm', 10) (zmtp option names, times in seconds)",
+    "setsockopt_string": "sock.set(name, value)",
+    "getsockopt": "sock.get('linger') (or sock.linger)",
+    "getsockopt_string": "sock.get(name)",
+    "bind_to_random_port": "sock.bind('tcp://127.0.0.1:*'), which returns the real endpoint",
+    "get_monitor_socket": "sock.monitor(), an iterator of typed events",
+    "poll": "sock.readable() (no wait), await sock.wait_readable(), or zmtp.Poller",
+    "send_unicode": "send_string",
+    "recv_unicode": "recv_string",
+}
+
+
+def pyzmq_hint(name: str, hint: str) -> property:
+    """A property named like pyzmq's ``name`` that raises, reading or assigning, with
+    ``hint``."""
+
+    def refuse(sock: Any, value: Any = None) -> None:
+        raise AttributeError(f"zmtp sockets have no {name!r}: use {hint} (docs/from-pyzmq.md)")
+
+    return property(refuse, refuse)  # no docstring: kept out of the API reference
+
+
+def install_pyzmq_hints(cls: type) -> None:
+    """Give ``cls`` a refusing property for every pyzmq name it does not define itself."""
+    options = {
+        name: f"the option {zmtp} (sock.set, sock.get)" for name, zmtp in PYZMQ_NAMES.items()
+    }
+    for name, hint in {**PYZMQ_METHODS, **options}.items():
+        if not hasattr(cls, name):
+            setattr(cls, name, pyzmq_hint(name, hint))
