@@ -256,7 +256,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: The routing strategy, kept here too for the send/recv fast paths.
         self._strategy = core.strategy
         #: Whether the type's sends skip ``check_send`` (``RoutingStrategy.send_check``, a
-        #: class attribute) as a slot: try_send_part reads it per message, and CPython 3.11
+        #: class attribute) as a slot: every send path (send, send_multipart, send_prepared,
+        #: try_send_prepared, try_send_part) reads it per message, and CPython 3.11
         #: specialises a slot's read, not a class attribute's through an instance.
         self._send_unchecked = not core.strategy.send_check
         self._entered = False
@@ -479,7 +480,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             raise SocketClosed(CLOSED)
         message = [data] if type(data) is bytes else as_message((data,))
         strategy = self._strategy
-        if strategy.send_check:
+        if not self._send_unchecked:  # a slot, not the class attribute (see __init__)
             strategy.check_send(message)
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
@@ -519,7 +520,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if not message:
                 raise InvalidArgument("a message needs at least one part")
         strategy = self._strategy
-        if strategy.send_check:
+        if not self._send_unchecked:  # a slot, not the class attribute (see __init__)
             strategy.check_send(message)
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
@@ -553,7 +554,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         elif not message or any(type(part) is not bytes for part in message):
             raise WrongType("send_prepared takes a non-empty list of bytes")
         strategy = self._strategy
-        if strategy.send_check:
+        if not self._send_unchecked:  # a slot, not the class attribute (see __init__)
             strategy.check_send(message)
         # The fast path of send and send_multipart, spelled out a third time on purpose (one
         # coroutine call per message less, see send's comment; keep the three in step).
@@ -597,7 +598,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if len(message) != 1 or type(message[0]) is not bytes:
             return False
         strategy = self._strategy
-        if strategy.send_check or not strategy.try_send(message):
+        if not self._send_unchecked or not strategy.try_send(message):
             return False
         self._sends = sends
         return True
