@@ -180,21 +180,10 @@ class FairQueue:
         ready = self._ready
         if not ready:
             return None
-        pipe = ready[0]
-        inbox = pipe.inbox
-        # MessageQueue.get() inlined, as in fq_recv (REQ/REP's receive, on a round trip's
-        # critical path).
-        items = inbox.items
-        if len(items) == inbox.capacity:
-            message = items.popleft()
-            inbox.on_space()  # the reader waits for this room
-        else:
-            message = items.popleft()
-        if not items:
-            ready.popleft()
-        elif len(ready) > 1:
-            ready.rotate(-1)
-        return pipe, message
+        # The pipe is read before fq_recv's pop may take it off ``ready``. fq_recv gives a
+        # message (``ready`` is not empty), and a list: the types that ask which pipe it
+        # came from never queue bare one-part messages (``bare_single_part`` is False).
+        return ready[0], self.fq_recv()  # type: ignore[return-value]
 
     def fq_recv(self) -> Received | None:
         ready = self._ready

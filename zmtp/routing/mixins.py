@@ -43,21 +43,9 @@ class RoundRobin(LoadBalancer):
         n = len(pipes)
         ext = self.socket.extension
         if n == 1 and (ext is None or not ext.gates_sends):
-            # One peer, a REQ's usual case, on its round trip's critical path: no rotation
-            # (``_next`` is 0 already: lb_detach keeps it below ``n``), and lb_send's inlined
-            # put.
-            pipe = pipes[0]
-            outbox = pipe.outbox
-            items = outbox.items
-            if len(items) >= outbox.capacity:
-                return None
-            if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
-                items.append(parts)
-                if len(items) == 1:
-                    outbox.on_data()
-            else:
-                pipe.send(parts)
-            return pipe
+            # One peer, a REQ's usual case: lb_send's single-peer path (no rotation: ``_next``
+            # is 0 already, lb_detach keeps it below ``n``).
+            return pipes[0] if self.lb_send(parts) else None
         start = self._next
         for i in range(n):
             index = (start + i) % n

@@ -199,16 +199,8 @@ class Rep(FairQueue, RoutingStrategy):
         if pipe.attached and ext is not None and not ext.can_send(pipe):
             return False  # an extension holds the slot: wait for it
         self._envelope = self._reply_pipe = None
-        if pipe.attached:
-            outbox = pipe.outbox
-            items = outbox.items
-            if len(items) < outbox.capacity:
-                if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
-                    items.append(envelope + parts)
-                    if len(items) == 1:
-                        outbox.on_data()
-                else:
-                    pipe.send(envelope + parts)
+        if pipe.attached and not pipe.outbox.full:
+            pipe.send(envelope + parts)
         return True
 
     # ------------------------------------------------- extension points (a QoS layer's REQ/REP)
