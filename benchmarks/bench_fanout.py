@@ -233,6 +233,17 @@ async def _wait_probe_async(recv: Callable[[], Any]) -> None:
         pass
 
 
+def _send_phase(sent: int, start: float, cpu0: float, sys0: float) -> Params:
+    """The publisher's figures for a data phase that began at ``start`` (perf_counter) with
+    the process's CPU at ``cpu0`` (of it system ``sys0``) and has sent ``sent`` messages."""
+    return {
+        "sent": sent,
+        "send_elapsed": perf_counter() - start,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        "send_sys_s": sys_seconds() - sys0,
+    }
+
+
 async def _pub_data_async(send: Callable[[bytes], Any], payload: bytes, seconds: float) -> Params:
     """Send data for ``seconds``; the clock is read once every 256 messages."""
     cpu0, sys0 = cpu_seconds(), sys_seconds()
@@ -245,13 +256,7 @@ async def _pub_data_async(send: Callable[[bytes], Any], payload: bytes, seconds:
         sent += 256
         if perf_counter() >= deadline:
             break
-    elapsed = perf_counter() - start
-    return {
-        "sent": sent,
-        "send_elapsed": elapsed,
-        "send_cpu_s": cpu_seconds() - cpu0,
-        "send_sys_s": sys_seconds() - sys0,
-    }
+    return _send_phase(sent, start, cpu0, sys0)
 
 
 def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float) -> Params:
@@ -265,13 +270,7 @@ def _pub_data_sync(send: Callable[[bytes], Any], payload: bytes, seconds: float)
         sent += 256
         if perf_counter() >= deadline:
             break
-    elapsed = perf_counter() - start
-    return {
-        "sent": sent,
-        "send_elapsed": elapsed,
-        "send_cpu_s": cpu_seconds() - cpu0,
-        "send_sys_s": sys_seconds() - sys0,
-    }
+    return _send_phase(sent, start, cpu0, sys0)
 
 
 async def _publish_async(
