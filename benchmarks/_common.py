@@ -57,12 +57,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from load import start_background_load
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 try:  # a checkout that was not pip-installed: make `import zmtp` work
     import zmtp  # noqa: F401
 except ImportError:  # pragma: no cover
     sys.path.insert(0, str(REPO_ROOT))
+
+#: The ``--background-load`` of this run (its busy processes, benchmarks/load.py), for the
+#: environment record.
+_BACKGROUND_LOAD = [0]
 
 #: Default lifetime cap of a child process (seconds); the parent's own timeouts come first.
 DEFAULT_MAX_LIFETIME = 900.0
@@ -557,6 +563,14 @@ class BenchParser(argparse.ArgumentParser):
             "--fail-fast", action="store_true", help=f"stop at the first failed {unit}"
         )
         self.add_argument("--quiet", action="store_true", help="no progress on stderr")
+        self.add_argument(
+            "--background-load",
+            type=int,
+            default=0,
+            metavar="N",
+            help="run N busy-loop processes for the whole run: a reproducible loaded machine "
+            "(benchmarks/load.py; default 0)",
+        )
 
     def parse_bench_args(self, argv: list[str] | None) -> argparse.Namespace:
         """Parse; check ``--pin``; with ``--profile`` make the profile directory. Adds
@@ -566,6 +580,10 @@ class BenchParser(argparse.ArgumentParser):
         pin_error = check_pin(args.pin)
         if pin_error:
             self.error(pin_error)
+        if args.background_load < 0:
+            self.error("--background-load must be >= 0")
+        start_background_load(args.background_load)
+        _BACKGROUND_LOAD[0] = args.background_load
         if args.profile is None:
             args.profile_roles = ()
         elif args.profile == "both":
@@ -671,7 +689,8 @@ class Session:
         self.env = environment()
         log(
             f"python {self.env['python']} on {self.env['platform']}, {self.env['cpu_count']} "
-            f"CPUs, load {self.env['loadavg']}; {self.env['versions']}",
+            f"CPUs, load {self.env['loadavg']}, background load {self.env['background_load']}; "
+            f"{self.env['versions']}",
             args.quiet,
         )
         self.started = time.monotonic()
@@ -867,6 +886,7 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "background_load": _BACKGROUND_LOAD[0],
         "versions": {name: _version(name) for name in ("zmtp", "anyio", "trio", "pyzmq", "PyNaCl")},
     }
     try:

@@ -78,6 +78,7 @@ from _common import (
     summarize,
     zmtp_socket,
 )
+from load import sched_counters, sched_delta
 
 #: Raw anyio reads use zmtp's default read size, so the ceiling is comparable.
 RAW_READ_SIZE = 256 * 1024
@@ -95,6 +96,13 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def sched_fields(side: str, before: dict[str, float]) -> Params:
+    """A side's scheduler counters over the round (benchmarks/load.py, sched_counters):
+    ``<side>_voluntary`` / ``_involuntary`` context switches, ``_run_s`` on a CPU and
+    ``_wait_s`` runnable but waiting for one."""
+    return {f"{side}_{key}": value for key, value in sched_delta(before).items()}
+
+
 def _check_size(first: Any, last: Any, size: int) -> None:
     if len(first) != size or len(last) != size:
         raise AssertionError(f"expected {size}-byte messages, got {len(first)} / {len(last)}")
@@ -102,6 +110,7 @@ def _check_size(first: Any, last: Any, size: int) -> None:
 
 async def timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
     cpu0 = cpu_seconds()
+    sched0 = sched_counters()
     for _ in range(warmup):
         await recv()
     first = await recv()
@@ -116,11 +125,13 @@ async def timed_recv_async(recv: Callable[[], Any], warmup: int, count: int, siz
         "messages": count - 1,
         "recv_cpu_s": cpu_seconds() - cpu0,
         "recv_total": warmup + count,
+        **sched_fields("recv", sched0),
     }
 
 
 def timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int) -> Params:
     cpu0 = cpu_seconds()
+    sched0 = sched_counters()
     for _ in range(warmup):
         recv()
     first = recv()
@@ -135,23 +146,34 @@ def timed_recv_sync(recv: Callable[[], Any], warmup: int, count: int, size: int)
         "messages": count - 1,
         "recv_cpu_s": cpu_seconds() - cpu0,
         "recv_total": warmup + count,
+        **sched_fields("recv", sched0),
     }
 
 
 async def send_n_async(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
     cpu0 = cpu_seconds()
+    sched0 = sched_counters()
     start = perf_counter()
     for _ in range(total):
         await send(payload)
-    return {"send_elapsed": perf_counter() - start, "send_cpu_s": cpu_seconds() - cpu0}
+    return {
+        "send_elapsed": perf_counter() - start,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        **sched_fields("send", sched0),
+    }
 
 
 def send_n_sync(send: Callable[[bytes], Any], payload: bytes, total: int) -> Params:
     cpu0 = cpu_seconds()
+    sched0 = sched_counters()
     start = perf_counter()
     for _ in range(total):
         send(payload)
-    return {"send_elapsed": perf_counter() - start, "send_cpu_s": cpu_seconds() - cpu0}
+    return {
+        "send_elapsed": perf_counter() - start,
+        "send_cpu_s": cpu_seconds() - cpu0,
+        **sched_fields("send", sched0),
+    }
 
 
 # --------------------------------------------------------------------------- zmtp (anyio)
@@ -437,6 +459,30 @@ class ConfigResult:
         send = None if self.section == "inproc" else med("send_cpu_s")
         return med("recv_cpu_s"), send
 
+    def sched(self) -> dict[str, dict[str, float]]:
+        """Per side (``recv``, ``send``): the median over rounds, per message of the whole
+        round (warm-up included), of the context switches (``voluntary``, ``involuntary``)
+        and of the µs run on a CPU (``run_us``) and waited runnable (``wait_us``)."""
+        out: dict[str, dict[str, float]] = {}
+        for side in ("recv", "send"):
+            figures: dict[str, float] = {}
+            for key, scale in (
+                ("voluntary", 1),
+                ("involuntary", 1),
+                ("run_s", 1e6),
+                ("wait_s", 1e6),
+            ):
+                values = [
+                    r[f"{side}_{key}"] / r["recv_total"] * scale
+                    for r in self.runs
+                    if f"{side}_{key}" in r and "recv_total" in r
+                ]
+                if values:
+                    figures[key.replace("_s", "_us")] = statistics.median(values)
+            if figures:
+                out[side] = figures
+        return out
+
     def to_json(self, stat: str) -> dict[str, Any]:
         rate = self.rate(stat)
         out: dict[str, Any] = {
@@ -448,6 +494,7 @@ class ConfigResult:
             "mb_per_s": None if rate is None else rate * self.size / 1e6,
             "error": self.error,
             "cpu_us_per_msg": dict(zip(("receiver", "sender"), self.cpu_us(), strict=True)),
+            "sched_per_msg": self.sched(),
             "loadavg_at_start": self.loadavg,
             "runs": self.runs,
             "calibration": self.calibration,
@@ -572,6 +619,43 @@ def tcp_table(results: list[ConfigResult], stat: str) -> str:
             "spread",
             "CPU µs/msg recv",
             "CPU µs/msg send",
+        ],
+        rows,
+    )
+
+
+def sched_table(results: list[ConfigResult]) -> str:
+    """``--sched``: each side's scheduler counters per 1000 messages (see ConfigResult.sched)."""
+    rows = []
+    for r in results:
+        sched = r.sched()
+        for side in ("recv", "send"):
+            fig = sched.get(side)
+            if not fig:
+                continue
+            run, wait = fig.get("run_us", 0.0), fig.get("wait_us", 0.0)
+            rows.append(
+                [
+                    r.impl,
+                    size_label(r.size),
+                    side,
+                    f"{fig.get('voluntary', 0.0) * 1000:.1f}",
+                    f"{fig.get('involuntary', 0.0) * 1000:.1f}",
+                    f"{run:.2f}",
+                    f"{wait:.2f}",
+                    f"{wait / (run + wait) * 100:.0f}%" if run + wait else "-",
+                ]
+            )
+    return render_table(
+        [
+            "implementation",
+            "size",
+            "side",
+            "vol. cs /1000 msgs",
+            "invol. cs /1000 msgs",
+            "run µs/msg",
+            "runnable-wait µs/msg",
+            "waiting",
         ],
         rows,
     )
@@ -705,6 +789,12 @@ def main(argv: list[str] | None = None) -> int:
         "like zmtp's coalesced write batches)",
     )
     ap.add_argument("--no-tcp", action="store_true", help="skip the tcp PUSH/PULL table")
+    ap.add_argument(
+        "--sched",
+        action="store_true",
+        help="also print each side's context switches and run / runnable-wait time per message "
+        "(always in the JSON)",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke test: --duration 0.25 --repeat 1")
     ap.add_harness_options(
         ("receiver", "sender"), "run that role under cProfile (distorts rates!) and print hot spots"
@@ -761,6 +851,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         tables["tcp"] = tcp_table(results["tcp"], stat)
         print(tables["tcp"])
+        if args.sched:
+            print("\nScheduler counters per side (medians over rounds, per message)\n")
+            tables["sched"] = sched_table(results["tcp"])
+            print(tables["sched"])
     if results["inproc"]:
         print("\ninproc PUSH -> PULL, sender and receiver in ONE process (zmtp beside pyzmq)\n")
         tables["inproc"] = inproc_table(results["inproc"], stat)
@@ -793,6 +887,7 @@ def main(argv: list[str] | None = None) -> int:
             "quick": args.quick,
             "profiled": args.profile,
             "pin": args.pin,
+            "background_load": args.background_load,
         },
         tables,
         references=list(REFERENCES),
