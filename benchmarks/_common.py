@@ -68,7 +68,7 @@ except ImportError:  # pragma: no cover
 
 #: The ``--background-load`` of this run (its busy processes, benchmarks/load.py), for the
 #: environment record.
-_BACKGROUND_LOAD = [0]
+_BACKGROUND_LOAD: dict[str, Any] = {"processes": 0, "same_session": False}
 
 #: Default lifetime cap of a child process (seconds); the parent's own timeouts come first.
 DEFAULT_MAX_LIFETIME = 900.0
@@ -571,6 +571,12 @@ class BenchParser(argparse.ArgumentParser):
             help="run N busy-loop processes for the whole run: a reproducible loaded machine "
             "(benchmarks/load.py; default 0)",
         )
+        self.add_argument(
+            "--load-same-session",
+            action="store_true",
+            help="with --background-load: the busy processes in the benchmark's session, "
+            "competing thread by thread (see benchmarks/load.py)",
+        )
 
     def parse_bench_args(self, argv: list[str] | None) -> argparse.Namespace:
         """Parse; check ``--pin``; with ``--profile`` make the profile directory. Adds
@@ -582,8 +588,8 @@ class BenchParser(argparse.ArgumentParser):
             self.error(pin_error)
         if args.background_load < 0:
             self.error("--background-load must be >= 0")
-        start_background_load(args.background_load)
-        _BACKGROUND_LOAD[0] = args.background_load
+        start_background_load(args.background_load, args.load_same_session)
+        _BACKGROUND_LOAD.update(processes=args.background_load, same_session=args.load_same_session)
         if args.profile is None:
             args.profile_roles = ()
         elif args.profile == "both":
@@ -689,7 +695,8 @@ class Session:
         self.env = environment()
         log(
             f"python {self.env['python']} on {self.env['platform']}, {self.env['cpu_count']} "
-            f"CPUs, load {self.env['loadavg']}, background load {self.env['background_load']}; "
+            f"CPUs, load {self.env['loadavg']}, "
+            f"background load {self.env['background_load']['processes']}; "
             f"{self.env['versions']}",
             args.quiet,
         )
@@ -886,7 +893,7 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "background_load": _BACKGROUND_LOAD[0],
+        "background_load": dict(_BACKGROUND_LOAD),
         "versions": {name: _version(name) for name in ("zmtp", "anyio", "trio", "pyzmq", "PyNaCl")},
     }
     try:

@@ -576,7 +576,8 @@ def measure(
                 f"({run['count']:,} msgs in {run['elapsed']:.2f} s)",
                 args.quiet,
             )
-    res.calibration, res.runs = calibration, runs
+    res.calibration += calibration  # --cycles: every cycle's rounds count
+    res.runs += runs
 
 
 # =========================================================================== output
@@ -625,7 +626,9 @@ def tcp_table(results: list[ConfigResult], stat: str) -> str:
 
 
 def sched_table(results: list[ConfigResult]) -> str:
-    """``--sched``: each side's scheduler counters per 1000 messages (see ConfigResult.sched)."""
+    """``--sched``: each side's scheduler counters (see ConfigResult.sched); context switches
+    per 1000 messages, and the CPUs the side used at the median rate (run µs per message x
+    messages per µs): what share of the machine it got."""
     rows = []
     for r in results:
         sched = r.sched()
@@ -634,6 +637,7 @@ def sched_table(results: list[ConfigResult]) -> str:
             if not fig:
                 continue
             run, wait = fig.get("run_us", 0.0), fig.get("wait_us", 0.0)
+            rate = r.rate("median") or 0.0
             rows.append(
                 [
                     r.impl,
@@ -644,6 +648,7 @@ def sched_table(results: list[ConfigResult]) -> str:
                     f"{run:.2f}",
                     f"{wait:.2f}",
                     f"{wait / (run + wait) * 100:.0f}%" if run + wait else "-",
+                    f"{run * rate / 1e6:.2f}",
                 ]
             )
     return render_table(
@@ -656,6 +661,7 @@ def sched_table(results: list[ConfigResult]) -> str:
             "run µs/msg",
             "runnable-wait µs/msg",
             "waiting",
+            "CPUs used",
         ],
         rows,
     )
@@ -752,6 +758,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds per configuration")
     ap.add_argument(
+        "--cycles",
+        type=int,
+        default=1,
+        help="run the whole plan this many times in turn, the rounds of every cycle pooled: "
+        "implementations interleaved, so that a busy spell of a loaded machine hits each of "
+        "them (default 1)",
+    )
+    ap.add_argument(
         "--stat",
         choices=("median", "best"),
         default="median",
@@ -803,8 +817,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.quick:
         args.duration, args.repeat = 0.25, 1
-    if args.repeat < 1 or args.duration <= 0:
-        ap.error("--repeat must be >= 1 and --duration > 0")
+    if args.repeat < 1 or args.duration <= 0 or args.cycles < 1:
+        ap.error("--repeat and --cycles must be >= 1 and --duration > 0")
     sizes = ap.sizes(args.sizes)
     inproc_size = ap.sizes(args.inproc_size)[0]
     raw_chunks = ap.sizes(args.raw_chunk)
@@ -830,7 +844,8 @@ def main(argv: list[str] | None = None) -> int:
                 partial(measure, impl, section, size, args, res),
             )
             for (section, impl, size), res in zip(plan, configs, strict=True)
-        ]
+        ],
+        cycles=args.cycles,
     )
     results = {
         section: [r for r in configs if r.section == section and (r.runs or r.error)]
@@ -840,7 +855,8 @@ def main(argv: list[str] | None = None) -> int:
     stat = args.stat
     tables: dict[str, str] = {}
     print(
-        f"\nzmtp throughput: {stat} of {args.repeat} round(s) of ~{args.duration:g} s, "
+        f"\nzmtp throughput: {stat} of {args.repeat * args.cycles} round(s) of "
+        f"~{args.duration:g} s{f' ({args.cycles} cycles)' if args.cycles > 1 else ''}, "
         f"measured at the receiver; HWM {args.hwm}; sender and receiver in separate "
         f"processes over tcp://{LOCALHOST}. MB = 10^6 bytes of payload."
     )
@@ -878,6 +894,7 @@ def main(argv: list[str] | None = None) -> int:
             "sizes": sizes,
             "duration": args.duration,
             "repeat": args.repeat,
+            "cycles": args.cycles,
             "warmup_fraction": args.warmup,
             "hwm": args.hwm,
             "inproc_size": inproc_size,

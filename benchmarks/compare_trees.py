@@ -15,6 +15,9 @@ table: per case the median over cycles of each tree and the ratio after / before
 ratio of each cycle.
 
     .venv/bin/python benchmarks/compare_trees.py --benchmarks fanout --cycles 3 A B
+
+``--background-load N`` runs N busy processes (benchmarks/load.py) for the whole run: an
+"ordinary day" of the machine, the same for both trees.
 """
 
 from __future__ import annotations
@@ -82,7 +85,20 @@ def main() -> None:
         default="throughput,latency",
         help="comma-separated, of " + ", ".join(BENCHMARKS) + " (default throughput,latency)",
     )
+    ap.add_argument(
+        "--background-load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N busy-loop processes for the whole run, the same load for both trees "
+        "(benchmarks/load.py; default 0)",
+    )
     args = ap.parse_args()
+    if args.background_load > 0:
+        sys.path.insert(0, str(HERE))
+        from load import start_background_load
+
+        start_background_load(args.background_load)
     chosen = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     unknown = [b for b in chosen if b not in BENCHMARKS]
     if unknown or not chosen:
@@ -105,7 +121,10 @@ def main() -> None:
         before, after = statistics.median(befores), statistics.median(afters)
         cycles = " ".join(f"{a / b:.2f}" for a, b in zip(afters, befores, strict=False))
         print(f"{key:<52} {before:>11.1f} {after:>11.1f} {after / before:>6.3f}  {cycles}")
-    print(f"(medians of {args.cycles} interleaved cycles; loadavg {os.getloadavg()[0]:.1f})")
+    print(
+        f"(medians of {args.cycles} interleaved cycles; loadavg {os.getloadavg()[0]:.1f}; "
+        f"background load {args.background_load})"
+    )
 
 
 if __name__ == "__main__":

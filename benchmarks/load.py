@@ -9,7 +9,12 @@ after every block, which is what the loaded runs showed.
 Each busy process spins in Python (no syscalls, no memory traffic to speak of) and checks
 every ~50 ms that the process that started it is still alive, so a harness killed by a signal
 leaves nothing behind. They run at the default priority (no ``nice``): the point is a fair
-share, as other people's jobs take.
+share, as other people's jobs take. Each starts a session of its own, as another engineer's
+job does: with ``/proc/sys/kernel/sched_autogroup_enabled`` at 1 (this VM) the scheduler
+shares the CPUs between sessions first and between a session's threads second, so a busy
+process in the benchmark's own session would compete with it thread by thread instead
+(``--same-session``: the model of a machine without autogroups, where libzmq's I/O thread
+counts as one more runnable thread).
 
     # the load alone (until Ctrl-C):
     .venv/bin/python benchmarks/load.py 3
@@ -50,13 +55,17 @@ def _spin(parent: int) -> None:
 class BackgroundLoad:
     """``n`` busy processes from :meth:`start` to :meth:`stop` (also a context manager)."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, same_session: bool = False) -> None:
         self.n = n
+        self.same_session = same_session
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> BackgroundLoad:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--spin", str(os.getpid())]
-        self.procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL) for _ in range(self.n)]
+        self.procs = [
+            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=not self.same_session)
+            for _ in range(self.n)
+        ]
         return self
 
     def stop(self) -> None:
@@ -78,20 +87,20 @@ class BackgroundLoad:
         self.stop()
 
 
-def start_background_load(n: int) -> BackgroundLoad | None:
+def start_background_load(n: int, same_session: bool = False) -> BackgroundLoad | None:
     """For a benchmark's ``--background-load N``: start the load for the rest of the run
     (stopped at exit); None for ``n <= 0``."""
     if n <= 0:
         return None
-    load = BackgroundLoad(n).start()
+    load = BackgroundLoad(n, same_session).start()
     atexit.register(load.stop)
     return load
 
 
 @contextlib.contextmanager
-def background_load(n: int) -> Iterator[BackgroundLoad]:
+def background_load(n: int, same_session: bool = False) -> Iterator[BackgroundLoad]:
     """``with background_load(3): ...``: the load for the block."""
-    with BackgroundLoad(n) as load:
+    with BackgroundLoad(n, same_session) as load:
         yield load
 
 
@@ -134,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", type=int, nargs="?", default=3, help="busy processes (default 3)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- command to run under load")
+    ap.add_argument(
+        "--same-session",
+        action="store_true",
+        help="keep the busy processes in this session (see the module docstring)",
+    )
     ap.add_argument("--spin", type=int, metavar="PARENT", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.spin is not None:
@@ -141,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
             _spin(args.spin)
         return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    with background_load(args.n):
-        print(f"{args.n} busy processes on {os.cpu_count()} CPUs", file=sys.stderr)
+    with background_load(args.n, args.same_session):
+        where = "this session" if args.same_session else "sessions of their own"
+        print(f"{args.n} busy processes ({where}) on {os.cpu_count()} CPUs", file=sys.stderr)
         if command:
             return subprocess.call(command)
         with contextlib.suppress(KeyboardInterrupt):
