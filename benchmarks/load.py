@@ -59,8 +59,17 @@ class BackgroundLoad:
         self.n = n
         self.same_session = same_session
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.started = 0.0
+        #: After :meth:`stop`: the CPUs the busy processes used on average, and for how long.
+        self.cpus_used: float | None = None
+        self.seconds = 0.0
+
+    def run_seconds(self) -> float:
+        """CPU time the live busy processes have had so far (``/proc/<pid>/schedstat``)."""
+        return sum(_read_schedstat(Path(f"/proc/{p.pid}/schedstat"))[0] for p in self.procs) / 1e9
 
     def start(self) -> BackgroundLoad:
+        self.started = time.monotonic()
         cmd = [sys.executable, str(Path(__file__).resolve()), "--spin", str(os.getpid())]
         self.procs = [
             subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=not self.same_session)
@@ -69,6 +78,9 @@ class BackgroundLoad:
         return self
 
     def stop(self) -> None:
+        if self.procs:
+            self.seconds = time.monotonic() - self.started
+            self.cpus_used = self.run_seconds() / self.seconds if self.seconds > 0 else None
         for proc in self.procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -93,7 +105,17 @@ def start_background_load(n: int, same_session: bool = False) -> BackgroundLoad 
     if n <= 0:
         return None
     load = BackgroundLoad(n, same_session).start()
-    atexit.register(load.stop)
+
+    def stop_and_report() -> None:
+        load.stop()
+        if load.cpus_used is not None:
+            print(
+                f"background load: {n} busy processes used {load.cpus_used:.2f} CPUs on "
+                f"average over {load.seconds:.0f} s",
+                file=sys.stderr,
+            )
+
+    atexit.register(stop_and_report)
     return load
 
 
@@ -155,15 +177,21 @@ def main(argv: list[str] | None = None) -> int:
             _spin(args.spin)
         return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    with background_load(args.n, args.same_session):
+    status = 0
+    with background_load(args.n, args.same_session) as load:
         where = "this session" if args.same_session else "sessions of their own"
         print(f"{args.n} busy processes ({where}) on {os.cpu_count()} CPUs", file=sys.stderr)
         if command:
-            return subprocess.call(command)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(3600)
-    return 0
+            status = subprocess.call(command)
+        else:
+            with contextlib.suppress(KeyboardInterrupt):
+                while True:
+                    time.sleep(3600)
+    print(
+        f"background load: {load.cpus_used or 0:.2f} CPUs over {load.seconds:.0f} s",
+        file=sys.stderr,
+    )
+    return status
 
 
 if __name__ == "__main__":
