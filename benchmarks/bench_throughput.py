@@ -461,14 +461,16 @@ class ConfigResult:
 
     def sched(self) -> dict[str, dict[str, float]]:
         """Per side (``recv``, ``send``): the median over rounds, per message of the whole
-        round (warm-up included), of the context switches (``voluntary``, ``involuntary``)
-        and of the µs run on a CPU (``run_us``) and waited runnable (``wait_us``)."""
+        round (warm-up included), of the context switches (``voluntary``, ``involuntary``),
+        of the ``migrations`` between CPUs and of the µs run on a CPU (``run_us``) and waited
+        runnable (``wait_us``)."""
         out: dict[str, dict[str, float]] = {}
         for side in ("recv", "send"):
             figures: dict[str, float] = {}
             for key, scale in (
                 ("voluntary", 1),
                 ("involuntary", 1),
+                ("migrations", 1),
                 ("run_s", 1e6),
                 ("wait_s", 1e6),
             ):
@@ -627,8 +629,8 @@ def tcp_table(results: list[ConfigResult], stat: str) -> str:
 
 def sched_table(results: list[ConfigResult]) -> str:
     """``--sched``: each side's scheduler counters (see ConfigResult.sched); context switches
-    per 1000 messages, and the CPUs the side used at the median rate (run µs per message x
-    messages per µs): what share of the machine it got."""
+    per 1000 messages, migrations between CPUs per second, and the CPUs the side used at the median
+    rate (run µs per message x messages per µs): what share of the machine it got."""
     rows = []
     for r in results:
         sched = r.sched()
@@ -645,6 +647,7 @@ def sched_table(results: list[ConfigResult]) -> str:
                     side,
                     f"{fig.get('voluntary', 0.0) * 1000:.1f}",
                     f"{fig.get('involuntary', 0.0) * 1000:.1f}",
+                    f"{fig.get('migrations', 0.0) * rate:.1f}",
                     f"{run:.2f}",
                     f"{wait:.2f}",
                     f"{wait / (run + wait) * 100:.0f}%" if run + wait else "-",
@@ -658,6 +661,7 @@ def sched_table(results: list[ConfigResult]) -> str:
             "side",
             "vol. cs /1000 msgs",
             "invol. cs /1000 msgs",
+            "CPU migrations /s",
             "run µs/msg",
             "runnable-wait µs/msg",
             "waiting",

@@ -134,24 +134,39 @@ def _read_schedstat(path: Path) -> tuple[int, int]:
     return int(run_ns), int(wait_ns)
 
 
+def _read_migrations(path: Path) -> int:
+    """``se.nr_migrations`` of ``/proc/<pid>/task/<tid>/sched`` (0 without the file: a kernel
+    without scheduler debug)."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith("se.nr_migrations"):
+                return int(line.rsplit(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def sched_counters() -> dict[str, float]:
     """This process's scheduler counters so far: ``voluntary`` and ``involuntary`` context
-    switches (``getrusage``: every thread, live or ended) and ``run_s`` / ``wait_s``, the time
-    its live threads ran on a CPU and waited runnable for one (``/proc/self/task/*/schedstat``;
-    zeros where there is no such file). Subtract two readings for a round's figures."""
+    switches (``getrusage``: every thread, live or ended), ``run_s`` / ``wait_s``, the time
+    its live threads ran on a CPU and waited runnable for one (``/proc/self/task/*/schedstat``),
+    and ``migrations`` from one CPU to another (``.../sched``); zeros where there is no such
+    file. Subtract two readings for a round's figures."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    run_ns = wait_ns = 0
+    run_ns = wait_ns = migrations = 0
     tasks = Path("/proc/self/task")
     if tasks.is_dir():
         for task in tasks.iterdir():
             run, wait = _read_schedstat(task / "schedstat")
             run_ns += run
             wait_ns += wait
+            migrations += _read_migrations(task / "sched")
     return {
         "voluntary": float(usage.ru_nvcsw),
         "involuntary": float(usage.ru_nivcsw),
         "run_s": run_ns / 1e9,
         "wait_s": wait_ns / 1e9,
+        "migrations": float(migrations),
     }
 
 

@@ -82,7 +82,7 @@ def test_sched_counters_count_this_process() -> None:
     while time.process_time() < end:
         pass
     delta = sched_delta(before)
-    assert set(delta) == {"voluntary", "involuntary", "run_s", "wait_s"}
+    assert set(delta) == {"voluntary", "involuntary", "run_s", "wait_s", "migrations"}
     assert all(v >= 0 for v in delta.values())
     if Path("/proc/self/task").is_dir():
         assert delta["run_s"] > 0
