@@ -192,8 +192,8 @@ def measure(impl: str, args: argparse.Namespace) -> dict[str, object]:
         "--quiet",
     ]
     spin = _spinners(args.spinners, args.spinner_session == "own")
+    bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs: list[int] = []
         deadline = time.monotonic() + 120
         while len(procs) < args.subscribers + 1:
@@ -223,6 +223,9 @@ def measure(impl: str, args: argparse.Namespace) -> dict[str, object]:
         for s in spin:
             s.kill()
             s.wait()
+        if bench.poll() is None:  # an error above: its children follow (their watchdogs)
+            bench.kill()
+            bench.wait()
     wall = t1 - t0
     ours = sum(run1[p] - run0[p] for p in procs) / 1e9 / wall
     shares = {}
