@@ -26,6 +26,7 @@ Examples::
     python benchmarks/fanout_sched.py --impl zmtp-asyncio,zmtp-trio,pyzmq-sync --cycles 2
     python benchmarks/fanout_sched.py --spinners 2      # against 2 busy processes of a session
                                                         # of their own (another user's load)
+    python benchmarks/fanout_sched.py --together --cycles 2   # both at once: the shares they get
 
 Linux only (``/proc``); the figures are the kernel's, the sampling adds two reads of a few
 dozen small files.
@@ -174,7 +175,11 @@ def _spinners(n: int, own_session: bool) -> list[subprocess.Popen[bytes]]:
 
 def measure(impl: str, args: argparse.Namespace) -> dict[str, object]:
     """One bench_fanout run of ``impl`` with the counters read over a data-phase window."""
-    cmd = [
+    return measure_together([impl], args)[0]
+
+
+def _bench_cmd(impl: str, args: argparse.Namespace, slack: float) -> list[str]:
+    return [
         sys.executable,
         str(HERE / "bench_fanout.py"),
         "--impl",
@@ -186,69 +191,117 @@ def measure(impl: str, args: argparse.Namespace) -> dict[str, object]:
         "--warmup",
         "0.5",
         "--duration",
-        str(args.skip + args.window + 1.5),
+        str(args.skip + args.window + 1.5 + slack),
         "--mode",
         args.mode,
         "--quiet",
     ]
-    spin = _spinners(args.spinners, args.spinner_session == "own")
-    bench = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        procs: list[int] = []
-        deadline = time.monotonic() + 120
-        while len(procs) < args.subscribers + 1:
-            if time.monotonic() > deadline or bench.poll() is not None:
-                raise RuntimeError(f"{impl}: the benchmark's processes did not all start")
-            time.sleep(0.05)
-            procs = _children(bench.pid)
-        pub, subs = procs[0], procs[1:]  # start_peers starts the publisher first
-        last, t_last = _process_run_ns(pub), time.monotonic()
-        while True:  # the data phase: the publisher's CPU rate jumps
-            time.sleep(0.2)
+
+
+def _wait_started(bench: subprocess.Popen[str], impl: str, count: int) -> list[int]:
+    """The benchmark's ``count`` worker pids, publisher first (start_peers starts it first)."""
+    deadline = time.monotonic() + 120
+    while True:
+        procs = _children(bench.pid)
+        if len(procs) >= count:
+            return procs
+        if time.monotonic() > deadline or bench.poll() is not None:
+            raise RuntimeError(f"{impl}: the benchmark's processes did not all start")
+        time.sleep(0.05)
+
+
+def _wait_data_phase(benches: list[tuple[str, subprocess.Popen[str], int]]) -> None:
+    """Until every publisher is in its data phase: its CPU rate jumps (probing costs it ~0.01
+    core; sending, all it gets: 0.05 on a loaded machine)."""
+    waiting = {pub: (impl, bench) for impl, bench, pub in benches}
+    last = {pub: (_process_run_ns(pub), time.monotonic()) for pub in waiting}
+    while waiting:
+        time.sleep(0.2)
+        for pub, (impl, bench) in list(waiting.items()):
             now_ns, now = _process_run_ns(pub), time.monotonic()
-            # (probing costs it ~0.01 core; sending, all it gets: 0.05 on a loaded machine)
-            if (now_ns - last) / 1e9 / (now - t_last) > 0.03:
-                break
-            last, t_last = now_ns, now
-            if bench.poll() is not None:
+            ns0, t0 = last[pub]
+            if (now_ns - ns0) / 1e9 / (now - t0) > 0.03:
+                del waiting[pub]
+            elif bench.poll() is not None:
                 raise RuntimeError(f"{impl}: the benchmark ended before its data phase")
+            last[pub] = (now_ns, now)
+
+
+def measure_together(impls: list[str], args: argparse.Namespace) -> list[dict[str, object]]:
+    """Run the benchmarks of ``impls`` at once (with more than one, each in a session of its
+    own: two users' runs meeting the same load at the same moment) and read every one's
+    counters over one window, once all of them are sending."""
+    together = len(impls) > 1
+    slack = args.slack if together else 0.0  # the first data phase waits for the last one
+    spin = _spinners(args.spinners, args.spinner_session == "own")
+    benches = [
+        (
+            impl,
+            subprocess.Popen(
+                _bench_cmd(impl, args, slack),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=together,
+            ),
+        )
+        for impl in impls
+    ]
+    try:
+        procs = {impl: _wait_started(b, impl, args.subscribers + 1) for impl, b in benches}
+        _wait_data_phase([(impl, b, procs[impl][0]) for impl, b in benches])
         time.sleep(args.skip)
-        cpu0, run0 = _cpu_row(), {p: _process_run_ns(p) for p in procs}
-        th0, t0 = {p: _main_thread(p) for p in procs}, time.monotonic()
+        every = [p for ps in procs.values() for p in ps]
+        cpu0, run0 = _cpu_row(), {p: _process_run_ns(p) for p in every}
+        th0, t0 = {p: _main_thread(p) for p in every}, time.monotonic()
         time.sleep(args.window)
-        cpu1, run1 = _cpu_row(), {p: _process_run_ns(p) for p in procs}
-        th1, t1 = {p: _main_thread(p) for p in procs}, time.monotonic()
-        out = bench.communicate(timeout=300)[0]
+        cpu1, run1 = _cpu_row(), {p: _process_run_ns(p) for p in every}
+        th1, t1 = {p: _main_thread(p) for p in every}, time.monotonic()
+        outs = {impl: b.communicate(timeout=300)[0] for impl, b in benches}
     finally:
         for s in spin:
             s.kill()
             s.wait()
-        if bench.poll() is None:  # an error above: its children follow (their watchdogs)
-            bench.kill()
-            bench.wait()
+        for _, b in benches:
+            if b.poll() is None:  # an error above: its children follow (their watchdogs)
+                b.kill()
+                b.wait()
     wall = t1 - t0
-    ours = sum(run1[p] - run0[p] for p in procs) / 1e9 / wall
-    shares = {}
-    for p in procs:
-        before, after = th0[p], th1[p]
-        if before is not None and after is not None:
-            shares[p] = share(before, after, wall)
-    if pub not in shares:
-        raise RuntimeError(f"{impl}: could not read the publisher's counters")
-    sub_shares = [shares[p] for p in subs if p in shares]
-    rows = [line for line in out.splitlines() if line.startswith(f"| {impl}")]
-    return {
-        "impl": impl,
-        "window_s": wall,
-        "loadavg": os.getloadavg()[0],
-        **machine_split(cpu0, cpu1, ours, wall),
-        "publisher": vars(shares[pub]),
-        "subscribers_median": {
-            key: statistics.median(getattr(s, key) for s in sub_shares)
-            for key in vars(sub_shares[0])
-        },
-        "bench_row": rows[0] if rows else out[-2000:],
-    }
+    all_ours = sum(run1[p] - run0[p] for p in every) / 1e9 / wall
+    results: list[dict[str, object]] = []
+    for impl, _ in benches:
+        pub, subs = procs[impl][0], procs[impl][1:]
+        ours = sum(run1[p] - run0[p] for p in procs[impl]) / 1e9 / wall
+        shares = {}
+        for p in procs[impl]:
+            before, after = th0[p], th1[p]
+            if before is not None and after is not None:
+                shares[p] = share(before, after, wall)
+        if pub not in shares:
+            raise RuntimeError(f"{impl}: could not read the publisher's counters")
+        sub_shares = [shares[p] for p in subs if p in shares]
+        split = machine_split(cpu0, cpu1, all_ours, wall)
+        # "others": everything but this benchmark (the other benchmarks run with it included)
+        split["others"] += all_ours - ours
+        split["ours"] = ours
+        out = outs[impl]
+        rows = [line for line in out.splitlines() if line.startswith(f"| {impl}")]
+        results.append(
+            {
+                "impl": impl,
+                "together_with": [i for i, _ in benches if i != impl],
+                "window_s": wall,
+                "loadavg": os.getloadavg()[0],
+                **split,
+                "publisher": vars(shares[pub]),
+                "subscribers_median": {
+                    key: statistics.median(getattr(s, key) for s in sub_shares)
+                    for key in vars(sub_shares[0])
+                },
+                "bench_row": rows[0] if rows else out[-2000:],
+            }
+        )
+    return results
 
 
 def _line(r: dict[str, object]) -> str:
@@ -286,14 +339,32 @@ def main(argv: list[str] | None = None) -> int:
         default="own",
         help="own: each spinner in a session of its own (default); same: in the benchmark's",
     )
+    ap.add_argument(
+        "--together",
+        action="store_true",
+        help="run the implementations' benchmarks at once, each in a session of its own, and "
+        "sample them over the same window (who gets which share of the same machine)",
+    )
+    ap.add_argument(
+        "--slack",
+        type=float,
+        default=15.0,
+        help="--together: seconds added to every data phase, so that the first to begin still "
+        "runs when the last one has (default 15: 11 processes start slowly on a loaded machine)",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not Path("/proc/self/task").is_dir():
         ap.error("needs Linux /proc")
+    impls = [n.strip() for n in args.impl.split(",") if n.strip()]
     results = []
     for _ in range(args.cycles):
-        for impl in [n.strip() for n in args.impl.split(",") if n.strip()]:
-            r = measure(impl, args)
+        if args.together:
+            batch = measure_together(impls, args)
+            impls.reverse()  # the next cycle starts them in the other order
+        else:
+            batch = [measure(impl, args) for impl in impls]
+        for r in batch:
             results.append(r)
             print(_line(r), flush=True)
             print(f"    {r['bench_row']}", flush=True)

@@ -80,3 +80,36 @@ def test_fanout_sched_small_run(tmp_path: Path) -> None:
     assert 0.0 <= pub["on_cpu"] <= 1.1
     assert set(result["subscribers_median"]) == set(pub)
     assert result["bench_row"].startswith("| zmtp-asyncio")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_fanout_sched_together(tmp_path: Path) -> None:
+    """Two benchmarks at once, one window: each result counts its own processes as ``ours``
+    and the other benchmark among ``others``."""
+    out = tmp_path / "t.json"
+    run_script(
+        "fanout_sched.py",
+        [
+            "--impl",
+            "zmtp-asyncio,zmtp-trio",
+            "--together",
+            "--subscribers",
+            "2",
+            "--skip",
+            "0.2",
+            "--window",
+            "0.5",
+            "--slack",
+            "4",
+            "--json",
+            str(out),
+        ],
+        timeout=300,
+    )
+    results = json.loads(out.read_text())
+    assert [r["impl"] for r in results] == ["zmtp-asyncio", "zmtp-trio"]
+    assert results[0]["together_with"] == ["zmtp-trio"]
+    a, b = results
+    assert a["window_s"] == b["window_s"]  # one window for both
+    # the other benchmark's cores are in "others" (the machine's busy time is the same)
+    assert a["ours"] + a["others"] == pytest.approx(b["ours"] + b["others"])
