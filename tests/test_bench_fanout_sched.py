@@ -14,6 +14,7 @@ from ._bench_run import BENCHMARKS, run_script
 
 sys.path.insert(0, str(BENCHMARKS))
 import fanout_sched
+import sched_bursts
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,3 +114,22 @@ def test_fanout_sched_together(tmp_path: Path) -> None:
     assert a["window_s"] == b["window_s"]  # one window for both
     # the other benchmark's cores are in "others" (the machine's busy time is the same)
     assert a["ours"] + a["others"] == pytest.approx(b["ours"] + b["others"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_sched_bursts_measures_both_sessions() -> None:
+    """benchmarks/sched_bursts.py: both sessions' cores are read, and no process is left."""
+    busy, bursty = sched_bursts.measure(1, 100.0, 100.0, 0.3)
+    assert 0.0 < busy <= 2.1
+    assert 0.0 < bursty <= 2.1
+    leftover = [
+        p for p in Path("/proc").iterdir() if p.name.isdigit() and "time.sleep(nap)" in _cmdline(p)
+    ]
+    assert not leftover
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().rstrip()
+    except OSError:
+        return ""
