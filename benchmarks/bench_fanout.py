@@ -25,6 +25,11 @@ Method, per (implementation, subscriber count, size):
    subscriber over its timed window, per message it received in it; the publisher over its
    data phase, per message it sent (one message, however many copies). ``cores`` is the CPU
    of all processes over their windows' wall time: how much of the machine the run used.
+   ``CPU µs per delivered copy`` is those cores over the aggregate rate: a fan-out of 64 B
+   messages is CPU-bound (its publisher never sleeps), so the rate is the cores the scheduler
+   gave the run over this figure, and on a shared machine this figure compares the stacks
+   where the rates compare the shares they got (docs/performance.md, "What paces the fan-out
+   publisher").
 
 Loss is normal: PUB never blocks by default, a subscriber that falls behind loses its own
 copies at its HWM (``--hwm``, 1000 by default, both sides) and the others keep theirs. The
@@ -508,8 +513,14 @@ def _round_stats(subs: list[Params], pub: Params) -> dict[str, Any]:
     rates = [s["messages"] / s["elapsed"] for s in subs]
     sent = pub["sent"]
     losses = [max(0.0, 1.0 - s["received"] / sent) for s in subs]
+    cpu = _cpu_stats(subs, pub)
     return {
-        **_cpu_stats(subs, pub),
+        **cpu,
+        # The CPU the whole run spent per copy a subscriber got (cores over the aggregate
+        # rate): the rate a stack would reach on a given number of cores, whatever share of
+        # the machine the scheduler gave its processes in this run (docs/performance.md,
+        # "What paces the fan-out publisher").
+        "cpu_per_copy_us": cpu["cores"] / sum(rates) * 1e6,
         "per_sub_median": statistics.median(rates),
         "per_sub_min": min(rates),
         "per_sub_max": max(rates),
@@ -591,7 +602,7 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
     for r in results:
         rd = picked[(r.impl, r.subscribers, r.size)]
         if rd is None:
-            rows.append([r.impl, str(r.subscribers), size_label(r.size), "FAILED", *["-"] * 10])
+            rows.append([r.impl, str(r.subscribers), size_label(r.size), "FAILED", *["-"] * 11])
             continue
         ratios = []
         for ref in REFERENCES:
@@ -617,6 +628,7 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
                 f"{rd['pub_cpu_us']:.2f} ({rd['pub_sys_us']:.2f})",
                 f"{rd['sub_cpu_us']:.2f} ({rd['sub_sys_us']:.2f})",
                 f"{rd['pub_cores']:.2f} + {rd['sub_cores']:.2f}",
+                f"{rd['cpu_per_copy_us']:.2f}",
                 *ratios,
                 f"{spread * 100:.0f}% ({len(r.rounds)})" if len(r.rounds) > 1 else "-",
             ]
@@ -634,6 +646,7 @@ def fanout_table(results: list[ConfigResult], stat: str) -> str:
             "pub CPU µs/msg (sys)",
             "sub CPU µs/msg (sys)",
             "cores pub + subs",
+            "CPU µs per delivered copy",
             "vs pyzmq sync (sub / aggr)",
             "vs pyzmq asyncio (sub / aggr)",
             "spread (rounds)",
@@ -734,7 +747,8 @@ def main(argv: list[str] | None = None) -> int:
         "the reference's with the same subscriber count (per-subscriber median / aggregate). "
         "CPU is user + system per process: the publisher's per message sent, the median "
         "subscriber's per message received, the system part in brackets; cores = CPU "
-        "seconds / wall seconds, publisher + all subscribers.\n"
+        "seconds / wall seconds, publisher + all subscribers; CPU per delivered copy = those "
+        "cores over the aggregate rate.\n"
     )
     table = fanout_table(results, args.stat)
     print(table)

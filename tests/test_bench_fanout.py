@@ -39,6 +39,8 @@ def test_round_stats_cpu_figures() -> None:
     assert stats["cores"] == pytest.approx(stats["pub_cores"] + stats["sub_cores"])
     assert stats["per_sub_median"] == pytest.approx(2000)
     assert stats["loss_median"] == pytest.approx(0.7)
+    # cores over the aggregate delivered rate (2000 + 2000 + 4000 msgs/s)
+    assert stats["cpu_per_copy_us"] == pytest.approx(stats["cores"] / 8000 * 1e6)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -65,9 +67,15 @@ def test_bench_fanout_reports_cpu_per_process(backend: str, tmp_path: Path) -> N
         assert rd["per_sub_median"] > 0, r
         assert rd["pub_cpu_us"] > 0 and rd["sub_cpu_us"] > 0, r
         assert rd["pub_cores"] > 0 and rd["sub_cores"] > 0, r
+        assert rd["cpu_per_copy_us"] > 0, r
         assert len(rd["subscribers"]) == 2
         assert all(s["cpu_s"] > 0 for s in rd["subscribers"]), r
         assert "summary_sub_cpu_us" in r and "summary_pub_cpu_us" in r
     stdout = payload["_stdout"]
-    for column in ("pub CPU µs/msg", "sub CPU µs/msg", "cores pub + subs"):
+    for column in (
+        "pub CPU µs/msg",
+        "sub CPU µs/msg",
+        "cores pub + subs",
+        "CPU µs per delivered copy",
+    ):
         assert column in stdout
