@@ -163,3 +163,39 @@ async def test_req_single_peer_send_asks_a_gating_extension() -> None:
             req.wake_senders()
             await req.send(b"goes")
             assert await recv_within(rep) == [b"goes"]
+
+
+def test_mechanisms_in_clear_encode_with_the_frames_encoder() -> None:
+    """NULL and PLAIN frame a batch with ``frames.encode_messages`` itself (a static method:
+    one Python call per batch, not two); CURVE keeps its own, which boxes every frame."""
+    from zmtp.protocol.curve import CurveClient
+    from zmtp.protocol.mechanism import Mechanism, NullMechanism
+    from zmtp.protocol.plain import PlainClient
+
+    assert Mechanism.encode_messages is frames.encode_messages
+    assert NullMechanism(b"", as_server=False).encode_messages is frames.encode_messages
+    assert PlainClient(b"", b"u", b"p").encode_messages is frames.encode_messages
+    assert CurveClient.encode_messages is not frames.encode_messages
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mechanism", ["null", "curve"])
+async def test_eager_answers_are_encoded_by_the_connections_mechanism(mechanism: str) -> None:
+    """The eager write's encoder is the connection's mechanism's: a REQ/REP round trip in
+    clear and under CURVE (whose boxes the peer must open) gives the bodies back."""
+    options: dict[str, object] = {}
+    bind_options: dict[str, object] = {}
+    if mechanism == "curve":
+        server_public, server_secret = zmtp.curve_keypair()
+        _client_public, client_secret = zmtp.curve_keypair()
+        bind_options = {"curve_server": True, "curve_secretkey": server_secret}
+        options = {"curve_serverkey": server_public, "curve_secretkey": client_secret}
+    async with linked(zmtp.REP, zmtp.REQ, bind_options=bind_options, connect_options=options) as (
+        rep,
+        req,
+    ):
+        for i in range(20):
+            await req.send(b"q%d" % i)
+            assert await recv_within(rep) == [b"q%d" % i]
+            await rep.send(b"a%d" % i)
+            assert await recv_within(req) == [b"a%d" % i]

@@ -185,6 +185,9 @@ class StreamConnection:
         )
         # An extension may answer every message with a command (QoS ACKs): it gets them in runs.
         self.conn.batch_commands = socket.extension is not None
+        #: What ``conn.encode_messages`` calls (the connection's mechanism is fixed for its
+        #: life), without that call: in clear, ``frames.encode_messages`` itself.
+        self._encode_messages = self.conn.mechanism.encode_messages
         if socket.extension is not None:
             self.conn.set_command_runs(socket.extension.command_runs())
         #: One-part messages decoded as bare ``bytes`` (zmtp.engine.queue.Received): for the
@@ -738,10 +741,9 @@ class StreamConnection:
         ext = self.socket.extension
         if ext is not None:
             ext.before_send_batch(pipe, batch)
-        conn = self.conn
         if pipe.shared_encoding and ext is None:
-            return conn.encode_shared_messages(batch)
-        return conn.encode_messages(batch)
+            return self.conn.encode_shared_messages(batch)
+        return self._encode_messages(batch)
 
     def _write_now(self) -> bool:
         """Eager write of the outbox from the caller's task (the writer is parked, so nothing
