@@ -199,3 +199,27 @@ async def test_eager_answers_are_encoded_by_the_connections_mechanism(mechanism:
             assert await recv_within(rep) == [b"q%d" % i]
             await rep.send(b"a%d" % i)
             assert await recv_within(req) == [b"a%d" % i]
+
+
+@pytest.mark.anyio
+async def test_recv_with_and_without_a_timeout() -> None:
+    """``_recv_blocking`` enters the timeout's scope only with a ``recv_timeout``: without
+    one it waits in the loop at once; with one, round trips still complete inside the scope
+    (lent reads included), and an expiry raises ``TimedOut`` naming recv and lets a REQ send
+    again. The option is read per call."""
+    async with linked(zmtp.REP, zmtp.REQ) as (rep, req):
+        for timeout in (None, 5.0, None):
+            rep.options.recv_timeout = req.options.recv_timeout = timeout
+            for i in range(10):
+                await req.send(b"%d" % i)
+                with anyio.fail_after(5):
+                    await rep.send(await rep.recv())
+                    assert await req.recv() == b"%d" % i
+        req.options.recv_timeout = 0.05
+        await req.send(b"unanswered")
+        assert await recv_within(rep) == [b"unanswered"]
+        with pytest.raises(zmtp.TimedOut, match="recv timed out"):
+            await req.recv()
+        await req.send(b"again")  # the request was abandoned: REQ may send
+        await rep.send(b"late")  # REP owes the first request its reply before it may recv
+        assert await recv_within(rep) == [b"again"]
