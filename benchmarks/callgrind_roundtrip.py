@@ -19,6 +19,10 @@ cancel out. Modes:
   and, with ``--calls``, the Python functions called per round trip (cProfile), this tree only;
 * run the child under ``strace -f -c`` yourself for system calls (see ``--print-child``).
 
+``--peer-delay`` makes the peer answer late, so every read of ours waits in the event loop:
+the path of a round trip between two zmtp processes, which a native peer's answer, there
+before we read, does not take.
+
     .venv/bin/python benchmarks/callgrind_roundtrip.py --side req --backend trio /tmp/before .
     .venv/bin/python benchmarks/callgrind_roundtrip.py --mode counts --side rep --calls
 """
@@ -47,19 +51,26 @@ WARMUP = 200
 # --------------------------------------------------------------------------- native peers
 
 
-def _pyzmq_rep(endpoint: str, total: int) -> None:
+def _pyzmq_rep(endpoint: str, total: int, delay: float = 0.0) -> None:
+    import time
+
     import zmq
 
     ctx = zmq.Context()
     sock = ctx.socket(zmq.REP)
     sock.connect(endpoint)
     for _ in range(total):
-        sock.send(sock.recv())
+        request = sock.recv()
+        if delay:
+            time.sleep(delay)
+        sock.send(request)
     sock.close(linger=-1)
     ctx.term()
 
 
-def _pyzmq_req(endpoint: str, total: int, size: int) -> None:
+def _pyzmq_req(endpoint: str, total: int, size: int, delay: float = 0.0) -> None:
+    import time
+
     import zmq
 
     ctx = zmq.Context()
@@ -67,27 +78,37 @@ def _pyzmq_req(endpoint: str, total: int, size: int) -> None:
     sock.connect(endpoint)
     payload = b"q" * size
     for _ in range(total):
+        if delay:
+            time.sleep(delay)
         sock.send(payload)
         sock.recv()
     sock.close(linger=-1)
     ctx.term()
 
 
-def _raw_echo(port: int, total: int, size: int) -> None:
+def _raw_echo(port: int, total: int, size: int, delay: float = 0.0) -> None:
+    import time
+
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for _ in range(total):
             got = b""
             while len(got) < size:
                 got += s.recv(65536)
+            if delay:
+                time.sleep(delay)
             s.sendall(got)
 
 
-def _raw_client(port: int, total: int, size: int) -> None:
+def _raw_client(port: int, total: int, size: int, delay: float = 0.0) -> None:
+    import time
+
     payload = b"q" * size
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for _ in range(total):
+            if delay:
+                time.sleep(delay)
             s.sendall(payload)
             got = 0
             while got < size:
@@ -142,6 +163,7 @@ async def _measured(args: argparse.Namespace, counts: _Counts | None) -> dict[st
         counts.install_trio()
     ctx = multiprocessing.get_context("spawn")
     n, size, total = args.n, args.size, args.n + WARMUP
+    delay = args.peer_delay
     payload = b"p" * size
     profile = None
     if args.calls:
@@ -182,9 +204,9 @@ async def _measured(args: argparse.Namespace, counts: _Counts | None) -> dict[st
         async with zmtp.Socket(args.side.upper()) as sock:
             endpoint = await sock.bind("tcp://127.0.0.1:*")
             peer = (
-                ctx.Process(target=_pyzmq_rep, args=(endpoint, total))
+                ctx.Process(target=_pyzmq_rep, args=(endpoint, total, delay))
                 if args.side == "req"
-                else ctx.Process(target=_pyzmq_req, args=(endpoint, total, size))
+                else ctx.Process(target=_pyzmq_req, args=(endpoint, total, size, delay))
             )
             peer.start()
             send, recv = sock.send, sock.recv
@@ -206,9 +228,9 @@ async def _measured(args: argparse.Namespace, counts: _Counts | None) -> dict[st
         listener = multi.listeners[0]
         port = listener.extra(SocketAttribute.local_port)
         peer = (
-            ctx.Process(target=_raw_echo, args=(port, total, size))
+            ctx.Process(target=_raw_echo, args=(port, total, size, delay))
             if args.side == "raw-client"
-            else ctx.Process(target=_raw_client, args=(port, total, size))
+            else ctx.Process(target=_raw_client, args=(port, total, size, delay))
         )
         peer.start()
         stream = await listener.accept()
@@ -271,6 +293,7 @@ def _child_args(args: argparse.Namespace, n: int) -> list[str]:
     return [
         *("--side", args.side, "--backend", args.backend, "--n", str(n)),
         *("--size", str(args.size), "--lease-recheck", str(args.lease_recheck)),
+        *("--peer-delay", str(args.peer_delay)),
     ]
 
 
@@ -323,6 +346,15 @@ def main(argv: list[str] | None = None) -> int:
         help="zmtp's resting-lease recheck interval in the child (s; zmtp uses 0.005): a wall-"
         "time interval, scaled here by callgrind's and the tracers' ~50x slowdown so that it "
         "falls as rarely per round trip as in a real run",
+    )
+    ap.add_argument(
+        "--peer-delay",
+        type=float,
+        default=0.0,
+        help="the native peer sleeps this long (s) before each answer (or request), so that "
+        "the measured side's read always waits, as against a peer as slow as itself (a "
+        "zmtp-to-zmtp round trip): traced, our side runs ~50x slower, so the fast native "
+        "peer's answer is otherwise nearly always there when we read (try 0.002)",
     )
     ap.add_argument("--timeout", type=float, default=900.0, help="per child run (s)")
     ap.add_argument("--print-child", action="store_true", help="print the child command line")

@@ -150,21 +150,23 @@ def _patch_engine(prefix: str) -> None:
     def patched_init(self: Any, socket: Any, stream: Any, *args: Any, **kwargs: Any) -> None:
         init(self, socket, _TimedStream(stream, prefix), *args, **kwargs)
 
-    # trio's lent reads use the stream's socket itself (StreamConnection._lent_receive) when
-    # the stream is a SocketStream: the wrapper passes for one (its extras are the inner
-    # stream's), and the raw read marks rx as the wrapper's receive does.
+    # trio's lent reads (and the answer spin) read the stream's socket itself
+    # (StreamConnection.lent_read, through stream._recv_ready) when the stream is a
+    # SocketStream: the wrapper passes for one (its extras are the inner stream's), and a raw
+    # read that brings bytes marks rx as the wrapper's receive does.
     from anyio.abc import SocketStream
 
     SocketStream.register(_TimedStream)
-    lent_receive = getattr(conn_cls, "_lent_receive", None)
-    if lent_receive is not None:
+    recv_ready = getattr(st, "_recv_ready", None)
+    if recv_ready is not None:
 
-        async def patched_lent_receive(self: Any, sock: Any) -> bytes:
-            data: bytes = await lent_receive(self, sock)
-            REC.mark(prefix + "rx")
+        def patched_recv_ready(sock: Any, size: int) -> bytes | None:
+            data: bytes | None = recv_ready(sock, size)
+            if data is not None:
+                REC.mark(prefix + "rx")
             return data
 
-        conn_cls._lent_receive = patched_lent_receive  # type: ignore[method-assign]
+        st._recv_ready = patched_recv_ready
 
     def patched_receive_data(self: Any, data: bytes, now: float = 0.0) -> Any:
         events = receive_data(self, data, now)

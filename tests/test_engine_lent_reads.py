@@ -7,7 +7,7 @@ disconnects noticed). On asyncio and trio.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -387,21 +387,37 @@ async def test_a_lender_that_never_answers_the_kick_is_dropped() -> None:
 async def test_trio_lent_reads_read_the_raw_socket(
     transport: str, monkeypatch: pytest.MonkeyPatch, anyio_backend: str
 ) -> None:
-    """On trio a lent read reads the connection's socket itself (``_lent_receive``, without
-    anyio's and trio's socket layers), both when it has to wait and when the bytes are there
-    already; asyncio keeps the stream's own receive. Nothing is lost or reordered either way."""
+    """On trio a lent read reads the connection's socket itself (``_recv_ready``, without
+    anyio's and trio's socket layers) and waits with trio's own ``wait_readable`` on the fd
+    (``_trio_wait_readable``, without anyio's), both when it has to wait and when the bytes
+    are there already; asyncio keeps the stream's own receive. Nothing is lost or reordered
+    either way."""
     if anyio_backend == "asyncio" and transport == "ipc":
         pytest.skip("asyncio never lends ipc reads (test_request_reply_reads_are_lent_...)")
     # The resting lease must not go back to the reader while the test waits for the bytes.
     monkeypatch.setattr(stream_module, "_LEASE_RECHECK", TIMEOUT)
-    raw_reads: list[bool] = []  # per raw lent read: whether the bytes were waiting already
-    original = StreamConnection._lent_receive
+    raw_reads: list[tuple[int, bool]] = []  # per raw read: its fd, whether it found bytes
+    waits: list[object] = []  # what each trio wait was given
+    original_read = stream_module._recv_ready
+    original_wait = stream_module._trio_wait_readable
 
-    async def counted(self: StreamConnection, sock: Any) -> bytes:
-        raw_reads.append(stream_module._input_waiting(sock.fileno()))
-        return await original(self, sock)
+    def counted_read(sock: Any, size: int) -> bytes | None:
+        data = original_read(sock, size)
+        raw_reads.append((sock.fileno(), data is not None))
+        return data
 
-    monkeypatch.setattr(StreamConnection, "_lent_receive", counted)
+    def counted_wait() -> tuple[Callable[[int], Awaitable[None]], type[Exception]]:
+        wait, closed = original_wait()
+
+        async def waited(fd: int) -> None:
+            waits.append(fd)
+            await wait(fd)
+
+        return waited, closed
+
+    monkeypatch.setattr(stream_module, "_recv_ready", counted_read)
+    monkeypatch.setattr(stream_module, "_trio_wait_readable", counted_wait)
+    fds: list[int] = []
     async with linked(zmtp.PAIR, zmtp.PAIR, transport) as (bound, connecting):
         got: list[list[bytes]] = []
 
@@ -412,6 +428,7 @@ async def test_trio_lent_reads_read_the_raw_socket(
             connection = connecting.engine.resting_lender
             assert connection is not None
             fd = stream_module._socket_fd(connection.stream)
+            fds.append(fd)
             await until(lambda: stream_module._input_waiting(fd))
             got.append(await recv_within(connecting))  # a lent read that finds the bytes
 
@@ -423,7 +440,43 @@ async def test_trio_lent_reads_read_the_raw_socket(
             await bound.send(b"already there")
         assert got == [[b"waited for"], [b"already there"]]
     if anyio_backend == "asyncio":
-        assert raw_reads == []
+        assert raw_reads == [] and waits == []
         return
-    assert len(raw_reads) >= 2, raw_reads
-    assert raw_reads[-2:] == [False, True]
+    # The connecting side's reads (both sockets lend theirs): the one that waited (nothing
+    # there, then the bytes), then the one that found them.
+    ours = [found for fd, found in raw_reads if fd == fds[0]]
+    assert ours[-3:] == [False, True, True], raw_reads
+    assert waits and all(type(fd) is int and fd >= 0 for fd in waits), waits
+
+
+async def test_trio_closing_under_a_lent_wait_ends_the_connection(anyio_backend: str) -> None:
+    """trio's own ``wait_readable`` (which a trio lent read waits with) raises trio's
+    ``ClosedResourceError`` when the fd is closed under it (``notify_closing``): the lent read
+    reports it as anyio's, so the connection ends as "connection closed" (as the stream's own
+    receive said), the waiting recv keeps waiting, and it gets the next message once the
+    connection is back."""
+    if anyio_backend != "trio":
+        pytest.skip("trio's wait_readable only")
+    import trio
+
+    async with linked(zmtp.PAIR, zmtp.PAIR) as (bound, connecting):
+        got: list[list[bytes]] = []
+
+        async def receive() -> None:
+            got.append(await steady_recv(connecting))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            await drive(bound, connecting)
+            connection = connecting.engine.lent_connection
+            assert connection is not None
+            (old_peer,) = bound.peers
+            trio.lowlevel.notify_closing(stream_module._socket_fd(connection.stream))
+            await until(lambda: bool(connection.end_reason))
+            assert (connection.end_reason, connection.end_kind) == ("connection closed", "io")
+            # The bound side has dropped the old connection and has the new one.
+            await until(lambda: len(bound.peers) == 1 and bound.peers[0] is not old_peer)
+            with anyio.fail_after(TIMEOUT):
+                await bound.send(b"after")
+                await until(lambda: bool(got))
+        assert got == [[b"after"]]

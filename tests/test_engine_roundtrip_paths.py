@@ -163,3 +163,63 @@ async def test_req_single_peer_send_asks_a_gating_extension() -> None:
             req.wake_senders()
             await req.send(b"goes")
             assert await recv_within(rep) == [b"goes"]
+
+
+def test_mechanisms_in_clear_encode_with_the_frames_encoder() -> None:
+    """NULL and PLAIN frame a batch with ``frames.encode_messages`` itself (a static method:
+    one Python call per batch, not two); CURVE keeps its own, which boxes every frame."""
+    from zmtp.protocol.curve import CurveClient
+    from zmtp.protocol.mechanism import Mechanism, NullMechanism
+    from zmtp.protocol.plain import PlainClient
+
+    assert Mechanism.encode_messages is frames.encode_messages
+    assert NullMechanism(b"", as_server=False).encode_messages is frames.encode_messages
+    assert PlainClient(b"", b"u", b"p").encode_messages is frames.encode_messages
+    assert CurveClient.encode_messages is not frames.encode_messages
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mechanism", ["null", "curve"])
+async def test_eager_answers_are_encoded_by_the_connections_mechanism(mechanism: str) -> None:
+    """The eager write's encoder is the connection's mechanism's: a REQ/REP round trip in
+    clear and under CURVE (whose boxes the peer must open) gives the bodies back."""
+    options: dict[str, object] = {}
+    bind_options: dict[str, object] = {}
+    if mechanism == "curve":
+        server_public, server_secret = zmtp.curve_keypair()
+        _client_public, client_secret = zmtp.curve_keypair()
+        bind_options = {"curve_server": True, "curve_secretkey": server_secret}
+        options = {"curve_serverkey": server_public, "curve_secretkey": client_secret}
+    async with linked(zmtp.REP, zmtp.REQ, bind_options=bind_options, connect_options=options) as (
+        rep,
+        req,
+    ):
+        for i in range(20):
+            await req.send(b"q%d" % i)
+            assert await recv_within(rep) == [b"q%d" % i]
+            await rep.send(b"a%d" % i)
+            assert await recv_within(req) == [b"a%d" % i]
+
+
+@pytest.mark.anyio
+async def test_recv_with_and_without_a_timeout() -> None:
+    """``_recv_blocking`` enters the timeout's scope only with a ``recv_timeout``: without
+    one it waits in the loop at once; with one, round trips still complete inside the scope
+    (lent reads included), and an expiry raises ``TimedOut`` naming recv and lets a REQ send
+    again. The option is read per call."""
+    async with linked(zmtp.REP, zmtp.REQ) as (rep, req):
+        for timeout in (None, 5.0, None):
+            rep.options.recv_timeout = req.options.recv_timeout = timeout
+            for i in range(10):
+                await req.send(b"%d" % i)
+                with anyio.fail_after(5):
+                    await rep.send(await rep.recv())
+                    assert await req.recv() == b"%d" % i
+        req.options.recv_timeout = 0.05
+        await req.send(b"unanswered")
+        assert await recv_within(rep) == [b"unanswered"]
+        with pytest.raises(zmtp.TimedOut, match="recv timed out"):
+            await req.recv()
+        await req.send(b"again")  # the request was abandoned: REQ may send
+        await rep.send(b"late")  # REP owes the first request its reply before it may recv
+        assert await recv_within(rep) == [b"again"]

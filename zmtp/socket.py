@@ -688,40 +688,50 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         else:
             await checkpoint_if_cancelled()
 
-    async def _recv_blocking(self) -> Received:
+    async def _recv_blocking(self, timed: bool = False) -> Received:
         """Wait for a message, up to ``recv_timeout``: by a lent read of the only peer's
-        connection where possible (see SocketCore.lent_read), else for a wake-up."""
+        connection where possible (see SocketCore.lent_read), else for a wake-up.
+
+        With a ``recv_timeout`` it runs itself again (``timed``) inside the timeout's scope;
+        without one (the default) the loop runs at once: the scope's no-op context manager
+        (``call_timeout(None)``'s ``nullcontext``, two Python calls more) is not entered on a
+        round trip's critical path. No ``TimeoutError`` can come from inside the loop without
+        the scope: a caller's own timeout raises at the caller's scope, outside this call."""
         strategy = self._strategy
+        if not timed:
+            timeout = self.options.recv_timeout
+            if timeout is not None:
+                try:
+                    with call_timeout(timeout, "recv"):
+                        return await self._recv_blocking(True)
+                except TimeoutError:
+                    strategy.recv_timed_out()  # e.g. a REQ abandons its request
+                    raise
         core = self._core
         if core.closed:
             raise SocketClosed(CLOSED)
         if not self._entered:
             raise SocketClosed(NEVER_OPENED)
         strategy.check_recv()
-        try:
-            with call_timeout(self.options.recv_timeout, "recv"):
-                while True:
-                    lender = core.lender()
-                    if lender is not None:
-                        await core.lent_read(lender)
-                    else:
-                        await core.recv_wakeup().wait()
-                    message = self._held
-                    if message is not None:
-                        # readable() in another task (a Poller, a proxy's caller) set the
-                        # message aside while this recv waited; it is this recv's now.
-                        self._held = None
-                        if message is _HELD_ERROR:
-                            raise self._take_held_error()
-                        return message
-                    message = strategy.try_recv()
-                    if message is not None:
-                        return message
-                    if core.closed:
-                        raise SocketClosed(CLOSED)
-        except TimeoutError:
-            strategy.recv_timed_out()  # e.g. a REQ abandons its request (docs/socket-types.md)
-            raise
+        while True:
+            lender = core.lender()
+            if lender is not None:
+                await core.lent_read(lender)
+            else:
+                await core.recv_wakeup().wait()
+            message = self._held
+            if message is not None:
+                # readable() in another task (a Poller, a proxy's caller) set the message
+                # aside while this recv waited; it is this recv's now.
+                self._held = None
+                if message is _HELD_ERROR:
+                    raise self._take_held_error()
+                return message
+            message = strategy.try_recv()
+            if message is not None:
+                return message
+            if core.closed:
+                raise SocketClosed(CLOSED)
 
     def readable(self) -> bool:
         """True if a message is waiting: the next ``recv``/``recv_multipart`` returns at once.

@@ -54,8 +54,9 @@ close or the connection ending closes the stream, which ends the read, and a mes
 another peer of the socket *kicks* it (``kick``: a PING to the lender's peer, whose PONG ends
 the read; peers without PING, ZMTP 3.0, are never lent).
 
-On trio a lent read reads the raw socket itself (``_lent_receive``): anyio's and trio's socket
-layers cost more on that critical path than the read does.
+On trio a lent read reads the raw socket itself and waits with trio's own ``wait_readable``
+(``lent_read``): anyio's and trio's socket layers cost more on that critical path than the read
+does.
 
 Answer spin (latency): a lent read that follows an eager write (we have just answered or asked,
 so the peer's next message is likely a few tens of us away) keeps the event loop polling for up
@@ -132,7 +133,7 @@ logger = logging.getLogger("zmtp")
 #: per this interval instead of once per round trip.
 _LEASE_RECHECK = 0.005
 #: A trio lent read that finds the peer's bytes already there yields once in 16 such reads
-#: (see StreamConnection._lent_receive): a task served by a fast peer still lets the others
+#: (see StreamConnection.lent_read): a task served by a fast peer still lets the others
 #: run every 16 messages, without a loop pass on every round trip.
 _READY_READ_YIELD_MASK = 15
 #: The answer spin backs off (see the module docstring): after this many spins in a row that
@@ -184,6 +185,9 @@ class StreamConnection:
         )
         # An extension may answer every message with a command (QoS ACKs): it gets them in runs.
         self.conn.batch_commands = socket.extension is not None
+        #: What ``conn.encode_messages`` calls (the connection's mechanism is fixed for its
+        #: life), without that call: in clear, ``frames.encode_messages`` itself.
+        self._encode_messages = self.conn.mechanism.encode_messages
         if socket.extension is not None:
             self.conn.set_command_runs(socket.extension.command_runs())
         #: One-part messages decoded as bare ``bytes`` (zmtp.engine.queue.Received): for the
@@ -233,8 +237,12 @@ class StreamConnection:
         #: can answer (a ping-pong); a receive-only one (PULL, SUB) keeps its reader reading
         #: ahead while the application consumes (callgrind_receiver.py: +8 % otherwise).
         self._lease_rests = socket.strategy.can_send
-        #: trio: the raw socket that lent reads use (see _lent_receive), once handshaken.
+        #: trio: the raw socket that lent reads use (see lent_read), once handshaken, trio's
+        #: own ``wait_readable`` they wait with, and the error it raises when the socket is
+        #: closed under the wait (see _trio_wait_readable).
         self._lent_sock: Any = None
+        self._lent_wait: Callable[[int], Awaitable[None]] = anyio.wait_readable
+        self._lent_wait_closed: type[Exception] = anyio.ClosedResourceError
         #: Lent reads that found the bytes at once (see _READY_READ_YIELD_MASK).
         self._ready_reads = 0
         #: An eager write sent messages since the last lent read: the next lent read spins
@@ -457,10 +465,45 @@ class StreamConnection:
                     if data is not None:
                         self._spin_misses = 0
             if data is None:
-                if self._lent_sock is not None:
-                    data = await self._lent_receive(self._lent_sock)
-                else:
+                sock = self._lent_sock
+                if sock is None:
                     data = await self.stream.receive(self._read_size)
+                    return data
+                # trio: the raw socket, as the stream's receive would read it but without its
+                # layers (anyio's stream and resource guard, trio's socket wrapper and retry
+                # helper, anyio's wait_readable and its backend look-up), which ran on the
+                # round trip's critical path: between the socket turning readable and our
+                # parse, and again before the wait (docs/performance.md). Spelled out here,
+                # not in a coroutine of its own: every coroutine layer is passed through
+                # twice per wait (into it, and out of it when trio resumes the task).
+                # anyio's trio stream keeps no buffer of its own, so reading its socket
+                # directly keeps the order; the stream's close wakes the wait (trio's
+                # ``notify_closing``: trio's ClosedResourceError, reported as anyio's).
+                read_size = self._read_size
+                data = _recv_ready(sock, read_size)
+                if data is None:
+                    wait_readable = self._lent_wait
+                    while data is None:
+                        fd = sock.fileno()
+                        if fd < 0:
+                            raise anyio.ClosedResourceError
+                        try:
+                            await wait_readable(fd)
+                        except self._lent_wait_closed:
+                            raise anyio.ClosedResourceError from None
+                        data = _recv_ready(sock, read_size)
+                else:
+                    # As trio's receive does, a read that finds data at once yields afterwards
+                    # (shielded: the bytes are ours now), so a peer that keeps us busy cannot
+                    # starve the other tasks, but only every 16th time
+                    # (_READY_READ_YIELD_MASK): against a fast peer (libzmq) the answer is
+                    # usually there when we read, and a yield per read cost a loop pass on
+                    # every round trip. recv's own cadence sees a cancel within 64 receives
+                    # and yields every 1024 taken from the inbox; a read that waits yields in
+                    # the wait.
+                    ready = self._ready_reads = self._ready_reads + 1
+                    if not ready & _READY_READ_YIELD_MASK:
+                        await cancel_shielded_checkpoint()
             return data
         except _STREAM_ERRORS as exc:
             self._end(_describe_io_error(exc), "io")
@@ -472,35 +515,6 @@ class StreamConnection:
             # Else the lease rests (see the module docstring): the application is about to
             # come back for the next read, and waking the reader only to park it again would
             # cost a task switch per round trip.
-
-    async def _lent_receive(self, sock: Any) -> bytes:
-        """trio: a lent read on the raw socket, as the stream's ``receive`` would do it but
-        without its layers (anyio's stream and resource guard, trio's socket wrapper and its
-        retry helper), which ran on the round trip's critical path: between the socket
-        turning readable and our parse, and again before the wait (docs/performance.md,
-        round-trip latency). anyio's trio stream keeps no buffer of its own, so reading its
-        socket directly keeps the order; the stream's close wakes the wait (trio's
-        ``notify_closing``: ``ClosedResourceError``). As trio's receive does, a read that finds
-        data at once yields afterwards (shielded: the bytes are ours now), so a peer that
-        keeps us busy cannot starve the other tasks, but only every 16th time
-        (``_READY_READ_YIELD_MASK``): against a fast peer (libzmq) the answer is usually there
-        when we read, and a yield per read cost a loop pass on every round trip. ``recv``'s
-        own cadence sees a cancel within 64 receives and yields every 1024 taken from the
-        inbox; a read that waits yields in the wait."""
-        read_size = self._read_size
-        data = _recv_ready(sock, read_size)
-        if data is None:
-            while True:
-                if sock.fileno() < 0:
-                    raise anyio.ClosedResourceError
-                await anyio.wait_readable(sock)
-                data = _recv_ready(sock, read_size)
-                if data is not None:
-                    return data
-        ready = self._ready_reads = self._ready_reads + 1
-        if not ready & _READY_READ_YIELD_MASK:
-            await cancel_shielded_checkpoint()
-        return data
 
     async def _poll_raw(self, deadline: float) -> bytes | None:
         """The trio half of the answer spin: non-blocking reads of the raw socket between
@@ -674,6 +688,8 @@ class StreamConnection:
         self._lend_ok = self._lendable_transport and self.conn.zmtp_minor >= 1
         if self._lend_ok and not self._fifo and isinstance(self.stream, SocketStream):
             self._lent_sock = _raw_socket(self.stream)[0]  # a wrapper may buffer: not then
+            if self._lent_sock is not None:
+                self._lent_wait, self._lent_wait_closed = _trio_wait_readable()
         pipe.inbox.on_space = self._wake_reader
         pipe.outbox.on_data = self._outbox_data
         if socket.strategy.can_send:
@@ -725,10 +741,9 @@ class StreamConnection:
         ext = self.socket.extension
         if ext is not None:
             ext.before_send_batch(pipe, batch)
-        conn = self.conn
         if pipe.shared_encoding and ext is None:
-            return conn.encode_shared_messages(batch)
-        return conn.encode_messages(batch)
+            return self.conn.encode_shared_messages(batch)
+        return self._encode_messages(batch)
 
     def _write_now(self) -> bool:
         """Eager write of the outbox from the caller's task (the writer is parked, so nothing
@@ -937,6 +952,17 @@ def _loop_clock() -> Callable[[], float]:
         return trio.lowlevel.current_clock().current_time
 
 
+def _trio_wait_readable() -> tuple[Callable[[int], Awaitable[None]], type[Exception]]:
+    """trio's own ``wait_readable`` and the ``ClosedResourceError`` it raises when the fd is
+    closed under the wait (``notify_closing``), for trio's lent reads: anyio's
+    ``wait_readable`` looks the backend up (sniffio) and adds a coroutine of its own to every
+    wait, on the round trip's critical path. Given an fd (not the socket), trio's wait skips
+    its ``fileno()`` call too. Only called on trio (``_lent_sock`` is set only there)."""
+    import trio
+
+    return trio.lowlevel.wait_readable, trio.ClosedResourceError
+
+
 def _keep_loop_polling(seconds: float) -> Callable[[], None]:
     """The asyncio half of the answer spin: keep the running loop's selector at a zero
     timeout for up to ``seconds`` (a ``call_soon`` callback that re-schedules itself), so a
@@ -998,7 +1024,7 @@ def _recv_ready(sock: socket.socket, size: int) -> bytes | None:
     """One non-blocking read of a raw socket, as the stream's own receive would report it:
     the bytes, or None if none are there yet; ``anyio.EndOfStream`` at the peer's close, and
     any other ``OSError`` as :func:`_raise_stream_error` says. The one read of trio's lent
-    reads (``_lent_receive``) and of the answer spin (``_poll_raw``)."""
+    reads (``lent_read``) and of the answer spin (``_poll_raw``)."""
     try:
         data = sock.recv(size)
     except BlockingIOError:
