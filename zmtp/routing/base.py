@@ -9,7 +9,8 @@ report "would block", and the socket does the waiting (timeouts, cancellation).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..engine.pipe import Pipe
@@ -60,6 +61,11 @@ class RoutingHost(Protocol):
         ...
 
 
+#: A receive run that holds nothing (an exhausted iterator: ``next`` on it gives the default
+#: at once); see :attr:`RoutingStrategy.run`.
+NO_RUN: Iterator[Received] = iter(())
+
+
 class RoutingStrategy:
     """Base class: one subclass per socket type."""
 
@@ -79,6 +85,15 @@ class RoutingStrategy:
     #: (PULL, SUB, PAIR, DEALER, CHANNEL, CLIENT, GATHER); ``try_recv`` then returns
     #: ``Received`` and the socket's receive API turns it back.
     bare_single_part: ClassVar[bool] = False
+    #: Receive runs (``zmtp.Socket``'s receive fast path): the socket's ``recv`` takes the
+    #: next message with ``next(strategy.run, None)``, and only when that gives None calls
+    #: :meth:`take_run`, which returns the next message (as :meth:`try_recv`) and may set
+    #: ``run`` to the ones after it, ``run_length`` of them (:class:`FairQueue` explains
+    #: when). For the types whose receive is only the fair queue (PULL, SUB, XSUB), without
+    #: ``conflate``; the others keep ``run`` empty and the socket calls ``try_recv``.
+    recv_runs: bool = False
+    run: Iterator[Received] = NO_RUN
+    run_length: int = 0
 
     def __init__(self, socket: RoutingHost) -> None:
         self.socket = socket
@@ -161,6 +176,14 @@ class RoutingStrategy:
     def recv_timed_out(self) -> None:
         """A ``recv`` gave up after ``recv_timeout`` (REQ uses it to abandon its request)."""
 
+    def take_run(self, limit: int) -> Received | None:
+        """:meth:`try_recv`, and a receive run of at most ``limit - 1`` messages after it
+        where the type has them (:attr:`recv_runs`); this default has none."""
+        return self.try_recv()
+
+    def end_run(self) -> None:
+        """End the receive run, if any: its messages stay queued, for ``try_recv``."""
+
 
 class FairQueue:
     """Receive round-robin from every pipe that has messages (libzmq ``fq_t``).
@@ -168,13 +191,57 @@ class FairQueue:
     Invariant: a pipe is in ``_ready`` exactly when its inbox is non-empty, maintained by the
     inbox's empty -> non-empty edge callback (``readable``) and by ``fq_recv`` dropping pipes it
     drains. A pipe whose connection ended stays until its last message is read.
+
+    Receive runs (:meth:`fq_take_run`, for ``zmtp.Socket``'s receive fast path): while one
+    pipe alone has messages, ``run`` is an iterator whose every ``next`` pops the next message
+    of that pipe's inbox in C, with none of ``fq_recv``'s bookkeeping, because the run is cut
+    so that none is needed: it never takes a pipe's last message (``fq_recv`` takes that one
+    and drops the pipe from ``_ready``) nor the message that takes an inbox from full to not
+    full (``fq_recv`` takes that one too and wakes the reader). The messages stay in the inbox
+    until handed out, so the HWM bound, the order and a cancelled receive are as without
+    runs; and ending a run (``run = NO_RUN``) loses nothing. Anything else that would change
+    what ``next(run)`` pops ends it: another pipe turning readable (:meth:`readable`: from then
+    on the round-robin alternates again), every ``fq_recv`` (a receive outside the fast path
+    takes the head itself) and :meth:`fq_end_run` (a SUB's purge after an unsubscribe, a
+    message the socket sets aside).
     """
 
     def __init__(self) -> None:
         self._ready: deque[Pipe] = deque()
+        #: The messages the receive fast path may pop without a check (see the class
+        #: docstring); ``run_length``: how many the last :meth:`fq_take_run` put in it.
+        self.run: Iterator[Received] = NO_RUN
+        self.run_length = 0
 
     def readable(self, pipe: Pipe) -> None:
         self._ready.append(pipe)
+        self.run = NO_RUN  # another pipe has messages: round-robin from here on
+
+    def fq_end_run(self) -> None:
+        """End the current receive run; its messages stay queued (see the class docstring)."""
+        self.run = NO_RUN
+
+    def fq_take_run(self, limit: int) -> Received | None:
+        """The next message (as :meth:`fq_recv`), and ``run`` set to up to ``limit - 1`` more
+        when one pipe alone has messages (``run_length`` says how many; 0: none)."""
+        message = self.fq_recv()
+        ready = self._ready
+        if len(ready) == 1 and limit > 1:
+            inbox = ready[0].inbox
+            items = inbox.items
+            left = len(items)
+            count = left - 1  # the last one: fq_recv drops the pipe from ``_ready``
+            over = left - inbox.capacity
+            if 0 <= over < count:
+                count = int(over)  # stop before the HWM edge: fq_recv wakes the reader there
+            if count >= limit:
+                count = limit - 1
+            if count > 0:
+                self.run = islice(iter(items.popleft, None), count)
+                self.run_length = count
+                return message
+        self.run_length = 0
+        return message
 
     def fq_recv_from(self) -> tuple[Pipe, Message] | None:
         ready = self._ready
@@ -186,14 +253,15 @@ class FairQueue:
         return ready[0], self.fq_recv()  # type: ignore[return-value]
 
     def fq_recv(self) -> Received | None:
+        self.run = NO_RUN  # it pops the head itself (a no-op for types without runs)
         ready = self._ready
         if not ready:
             return None
-        inbox = ready[0].inbox
         # MessageQueue.get() inlined: this is the hottest line of every receive. The HWM
         # edge (full -> not full) is tested before the pop, on the length as it is: after
         # it, ``len(items) + 1`` cost an int addition, and past 256 queued messages (a
         # 256 KiB read holds ~3,000) a new int object, on every receive.
+        inbox = ready[0].inbox
         items = inbox.items
         if len(items) == inbox.capacity:
             message = items.popleft()

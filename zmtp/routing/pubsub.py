@@ -124,12 +124,15 @@ class Sub(XSub):
     def subscribe(self, topic: bytes) -> None:
         super().subscribe(topic)
         if self._invert:
-            # A new subscription excludes more: what is queued must not be delivered either.
+            # A new subscription excludes more: what is queued must not be delivered either
+            # (nor by the receive run, which pops the inbox as it was: ended first).
+            self.fq_end_run()
             purge_queued(self._ready, self._keep)
 
     def unsubscribe(self, topic: bytes) -> None:
         super().unsubscribe(topic)
         if not self._invert:
+            self.fq_end_run()
             purge_queued(self._ready, self._keep)
 
     try_send = RoutingStrategy.try_send  # raises UnsupportedOperation
