@@ -187,3 +187,102 @@ async def test_no_runs_with_conflate() -> None:
             assert not sock.engine.strategy.recv_runs
     async with zmtp.Socket(zmtp.SUB) as sock:
         assert sock.engine.strategy.recv_runs
+
+
+class _Model:
+    """A fair queue over ``pipes`` inboxes of one capacity, with a producer per inbox that
+    waits for room whenever a batch leaves its inbox full (``waiting``), until ``on_space``."""
+
+    def __init__(self, pipes: int, capacity: float) -> None:
+        self.fq = FairQueue()
+        self.inboxes: list[MessageQueue] = []
+        self.waiting = [False] * pipes
+        for index in range(pipes):
+            inbox = MessageQueue(capacity)
+            pipe = Pipe(f"tcp://peer{index}", inbox, MessageQueue(3), persistent=False)
+            inbox.on_space = lambda i=index: self.waiting.__setitem__(i, False)
+            inbox.on_data = lambda p=pipe: self.fq.readable(p)
+            self.inboxes.append(inbox)
+
+    def put(self, index: int, batch: list[bytes]) -> None:
+        inbox = self.inboxes[index]
+        inbox.put_received(batch)
+        if inbox.full:
+            self.waiting[index] = True
+
+    def stuck(self) -> list[int]:
+        """The producers still waiting although their inbox has room."""
+        return [i for i, q in enumerate(self.inboxes) if self.waiting[i] and not q.full]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_runs_hand_out_what_fq_recv_alone_would(seed: int) -> None:
+    """Against a fair queue read with ``fq_recv`` only, fed the same batches at the same
+    points: the same messages in the same order, whatever the number of pipes, their HWM,
+    the runs' limits, and where runs are ended early (a batch to an idle pipe, a receive
+    outside the fast path, an explicit end). And no producer is left waiting on an inbox
+    with room once a run is over: the plain queue wakes it at the pop that makes room, a run
+    by its end at the latest (each new run starts with an ``fq_recv``)."""
+    import random
+
+    rng = random.Random(seed)
+    pipes = rng.randint(1, 4)
+    capacity = rng.choice([1, 2, 5, 40, float("inf")])
+    runs, plain = _Model(pipes, capacity), _Model(pipes, capacity)
+    got_runs: list[Received] = []
+    got_plain: list[Received] = []
+    counter = 0
+    for _step in range(200):
+        action = rng.random()
+        if action < 0.3:
+            index = rng.randrange(pipes)
+            batch = [b"%d" % (counter + i) for i in range(rng.randint(1, 30))]
+            counter += len(batch)
+            runs.put(index, batch)
+            plain.put(index, batch)
+        elif action < 0.35:
+            runs.fq.fq_end_run()
+            assert not runs.stuck()
+        else:
+            for _ in range(rng.randint(1, 40)):
+                expected = plain.fq.fq_recv()
+                assert not plain.stuck()
+                message = next(runs.fq.run, None) if rng.random() > 0.1 else None
+                if message is None:
+                    if rng.random() < 0.5:
+                        message = runs.fq.fq_recv()
+                    else:
+                        message = runs.fq.fq_take_run(rng.choice([2, 3, 8, 64]))
+                    assert not runs.stuck()  # every run before this one is over
+                got_plain.append(expected)  # type: ignore[arg-type]
+                got_runs.append(message)  # type: ignore[arg-type]
+                assert message == expected, (seed, len(got_plain))
+    assert got_runs == got_plain
+
+
+@pytest.mark.parametrize("peers", [1, 3])
+async def test_inproc_senders_blocked_at_the_hwm_during_runs_are_woken(peers: int) -> None:
+    """Senders that fill the receiver's queue while its runs are under way (the receiver
+    yields between receives) and wait for room are woken: every message arrives."""
+    total = 3000
+    async with zmtp.Socket(zmtp.PULL, recv_hwm=20) as pull:
+        await pull.bind(f"inproc://recv-runs-blocked-{peers}")
+        got: list[bytes] = []
+
+        async def sender(index: int) -> None:
+            async with zmtp.Socket(zmtp.PUSH, send_hwm=10) as push:
+                await push.connect(f"inproc://recv-runs-blocked-{peers}")
+                for i in range(total):
+                    await push.send(b"%d:%d" % (index, i))
+
+        with anyio.fail_after(TIMEOUT):
+            async with anyio.create_task_group() as tg:
+                for index in range(peers):
+                    tg.start_soon(sender, index)
+                for i in range(peers * total):
+                    got.append(await pull.recv())
+                    if i % 7 == 0:
+                        await anyio.sleep(0)  # the senders run in the middle of a run
+        for index in range(peers):
+            mine = [m for m in got if m.startswith(b"%d:" % index)]
+            assert mine == [b"%d:%d" % (index, i) for i in range(total)]

@@ -650,10 +650,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._runs:
             # The receive run (RoutingStrategy.recv_runs): while one peer alone has messages
             # waiting, the next of them in one C call (an inbox pop), without the fair
-            # queue's Python call; _recv_run starts the next run (and keeps the cadence).
+            # queue's Python call; _run_next starts the next run (and keeps the cadence),
+            # and _recv_run does what needs an await.
             message = next(self._strategy.run, None)
             if message is None:
-                message = await self._recv_run()
+                message = self._run_next()
+                if message is None:
+                    message = await self._recv_run()
         else:
             if next(self._recv_ticks, True):
                 await self._recv_checkpoint()
@@ -684,7 +687,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._runs:  # as in recv
             message = next(self._strategy.run, None)
             if message is None:
-                message = await self._recv_run()
+                message = self._run_next()
+                if message is None:
+                    message = await self._recv_run()
             return [message] if isinstance(message, bytes) else message
         if next(self._recv_ticks, True):
             await self._recv_checkpoint()
@@ -699,6 +704,20 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             message = await self._recv_blocking()
         # A bare one-part message (zmtp.engine.queue.Received) gets its list only now.
         return [message] if isinstance(message, bytes) else message
+
+    def _run_next(self) -> Received | None:
+        """The next message and a new receive run (``RoutingStrategy.take_run``) when that
+        needs no await: the cadence's step is not due, nothing is set aside and a message is
+        waiting; else None, and :meth:`_recv_run` does it. A function, not a coroutine: with
+        several peers sending, every receive comes here (a run is for one peer's messages)."""
+        budget = self._run_budget
+        if budget <= 0 or self._held is not None:
+            return None
+        strategy = self._strategy
+        message = strategy.take_run(budget)
+        if message is not None:
+            self._run_budget = budget - 1 - strategy.run_length
+        return message
 
     async def _recv_run(self) -> Received:
         """A receive that found the strategy's run empty (see ``recv``): the cadence's step
@@ -720,9 +739,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if message is _HELD_ERROR:
                 raise self._take_held_error()
             return message
-        if self._core.extension is not None:  # installed on the engine core directly
-            self._runs = False
-        message = strategy.take_run(budget) if self._runs else strategy.try_recv()
+        message = strategy.take_run(budget)
         if message is None:
             self._run_budget = budget
             message = await self._recv_blocking()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
+from itertools import repeat
+from operator import length_hint
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message, Received
+from ..engine.queue import Message, MessageQueue, Received
 from ..errors import UnsupportedOperation
 
 if TYPE_CHECKING:
@@ -64,6 +65,10 @@ class RoutingHost(Protocol):
 #: A receive run that holds nothing (an exhausted iterator: ``next`` on it gives the default
 #: at once); see :attr:`RoutingStrategy.run`.
 NO_RUN: Iterator[Received] = iter(())
+#: What a run calls per message: ``deque.popleft`` unbound, mapped over ``repeat(items, n)``
+#: (cheaper than ``islice(iter(items.popleft, None), n)``: no sentinel compare, one iterator
+#: less).
+_popleft = deque.popleft
 
 
 class RoutingStrategy:
@@ -192,18 +197,28 @@ class FairQueue:
     inbox's empty -> non-empty edge callback (``readable``) and by ``fq_recv`` dropping pipes it
     drains. A pipe whose connection ended stays until its last message is read.
 
-    Receive runs (:meth:`fq_take_run`, for ``zmtp.Socket``'s receive fast path): while one
-    pipe alone has messages, ``run`` is an iterator whose every ``next`` pops the next message
-    of that pipe's inbox in C, with none of ``fq_recv``'s bookkeeping, because the run is cut
-    so that none is needed: it never takes a pipe's last message (``fq_recv`` takes that one
-    and drops the pipe from ``_ready``) nor the message that takes an inbox from full to not
-    full (``fq_recv`` takes that one too and wakes the reader). The messages stay in the inbox
-    until handed out, so the HWM bound, the order and a cancelled receive are as without
-    runs; and ending a run (``run = NO_RUN``) loses nothing. Anything else that would change
-    what ``next(run)`` pops ends it: another pipe turning readable (:meth:`readable`: from then
-    on the round-robin alternates again), every ``fq_recv`` (a receive outside the fast path
-    takes the head itself) and :meth:`fq_end_run` (a SUB's purge after an unsubscribe, a
-    message the socket sets aside).
+    Receive runs (:meth:`fq_take_run`, for ``zmtp.Socket``'s receive fast path): ``run`` is
+    an iterator whose every ``next`` pops the next message in C, with none of ``fq_recv``'s
+    bookkeeping, because the run is cut so that none is needed. It takes whole rounds over
+    the ready pipes, in their round-robin order (one pipe alone: that pipe's messages), so
+    the order is ``fq_recv``'s; it never takes a pipe's last message (``fq_recv`` takes that
+    one and drops the pipe from ``_ready``) nor, as the inbox is when the run starts, the
+    message that takes it from full to not full (``fq_recv`` takes that one too and wakes the
+    producer). The messages stay in their inboxes until handed out, so the HWM bound, the
+    order and a cancelled receive are as without runs, and ending a run early loses nothing:
+    :meth:`fq_end_run` turns ``_ready`` by the part of a round already handed out, as
+    ``fq_recv`` would have. Anything that would change what ``next(run)`` pops ends it first:
+    another pipe turning readable (:meth:`readable`), every ``fq_recv`` (a receive outside the
+    fast path takes the head itself, and the next run starts with one), a SUB's purge after
+    an unsubscribe, a message the socket sets aside.
+
+    One thing a run cannot see is a producer filling an inbox while the run is under way
+    (the application awaited something else between two receives, and the reader, or an
+    inproc sender, ran): the run may then take that inbox below its capacity without the
+    wake-up. So :meth:`fq_end_run` wakes the producer of every inbox the run took from that
+    may have been full meanwhile and is not any more: a producer waiting for room is woken
+    at the latest when the run ends, within 64 receives (the socket's cadence), and always
+    before the application waits for a message itself.
     """
 
     def __init__(self) -> None:
@@ -212,21 +227,42 @@ class FairQueue:
         #: docstring); ``run_length``: how many the last :meth:`fq_take_run` put in it.
         self.run: Iterator[Received] = NO_RUN
         self.run_length = 0
+        #: What the run maps ``deque.popleft`` over (its length hint says how far the run
+        #: got), and the inboxes of one round, in order (none: no run since the last end).
+        self._run_source: Iterator[deque[Message]] = iter(())
+        self._run_inboxes: list[MessageQueue] = []
 
     def readable(self, pipe: Pipe) -> None:
+        if self.run is not NO_RUN:
+            self.fq_end_run()  # another pipe has messages: it joins the round-robin
         self._ready.append(pipe)
-        self.run = NO_RUN  # another pipe has messages: round-robin from here on
 
     def fq_end_run(self) -> None:
         """End the current receive run; its messages stay queued (see the class docstring)."""
         self.run = NO_RUN
+        inboxes = self._run_inboxes
+        if not inboxes:
+            return
+        self._run_inboxes = []
+        taken = self.run_length - length_hint(self._run_source)
+        pipes = len(inboxes)
+        if pipes > 1:
+            turn = taken % pipes
+            if turn:
+                self._ready.rotate(-turn)  # where fq_recv's rotations would have left it
+        most = -(-taken // pipes)  # the most the run took from any one inbox
+        for inbox in inboxes:
+            left = len(inbox.items)
+            if left < inbox.capacity <= left + most:
+                inbox.on_space()  # it may have been full during the run: see the docstring
 
     def fq_take_run(self, limit: int) -> Received | None:
         """The next message (as :meth:`fq_recv`), and ``run`` set to up to ``limit - 1`` more
-        when one pipe alone has messages (``run_length`` says how many; 0: none)."""
+        (``run_length`` says how many; 0: none)."""
         message = self.fq_recv()
         ready = self._ready
-        if len(ready) == 1 and limit > 1:
+        pipes = len(ready)
+        if pipes == 1:
             inbox = ready[0].inbox
             items = inbox.items
             left = len(items)
@@ -237,8 +273,32 @@ class FairQueue:
             if count >= limit:
                 count = limit - 1
             if count > 0:
-                self.run = islice(iter(items.popleft, None), count)
+                self._run_source = source = repeat(items, count)
+                self._run_inboxes = [inbox]
+                self.run = map(_popleft, source)  # C all the way
                 self.run_length = count
+                return message
+        elif pipes and limit > pipes:
+            # Whole rounds over every ready pipe, as many as each can give (the same cuts).
+            rounds = (limit - 1) // pipes
+            for pipe in ready:
+                inbox = pipe.inbox
+                left = len(inbox.items)
+                count = left - 1
+                over = left - inbox.capacity
+                if 0 <= over < count:
+                    count = int(over)
+                if count < rounds:
+                    rounds = count
+                    if rounds <= 0:
+                        break
+            if rounds > 0:
+                inboxes = [pipe.inbox for pipe in ready]
+                queues = iter([inbox.items for inbox in inboxes] * rounds)
+                self._run_source = queues
+                self._run_inboxes = inboxes
+                self.run = map(_popleft, queues)
+                self.run_length = rounds * pipes
                 return message
         self.run_length = 0
         return message
@@ -253,7 +313,8 @@ class FairQueue:
         return ready[0], self.fq_recv()  # type: ignore[return-value]
 
     def fq_recv(self) -> Received | None:
-        self.run = NO_RUN  # it pops the head itself (a no-op for types without runs)
+        if self.run is not NO_RUN:  # (never for the types without runs)
+            self.fq_end_run()  # it pops the head itself
         ready = self._ready
         if not ready:
             return None
