@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 #: in the batch (a multipart message) makes it raise TypeError: the batch is then filtered
 #: message by message.
 #: (Typed for what it is given: a list raises, as said.)
-_startswith: Callable[[Received, tuple[bytes, ...]], bool] = bytes.startswith  # type: ignore[assignment]
+_startswith: Callable[[Received, bytes | tuple[bytes, ...]], bool] = bytes.startswith  # type: ignore[assignment]
+
+
+def _one(prefixes: tuple[bytes, ...]) -> bytes | tuple[bytes, ...]:
+    """A single topic bare: ``startswith`` of one prefix is ~25 % cheaper than of a tuple."""
+    return prefixes[0] if len(prefixes) == 1 else prefixes
 
 
 class Pub(XPub):
@@ -95,7 +100,7 @@ class Sub(XSub):
                 prefixes = topics.prefixes
                 if prefixes is not None:
                     try:
-                        matched = map(_startswith, messages, repeat(prefixes))
+                        matched = map(_startswith, messages, repeat(_one(prefixes)))
                         messages = list(compress(messages, map(not_, matched)))
                     except TypeError:  # a list in the batch: see _startswith
                         messages = [
@@ -112,7 +117,7 @@ class Sub(XSub):
             prefixes = topics.prefixes
             if prefixes is not None:
                 try:
-                    matched = map(_startswith, messages, repeat(prefixes))
+                    matched = map(_startswith, messages, repeat(_one(prefixes)))
                     messages = list(compress(messages, matched))
                 except TypeError:  # a list in the batch: see _startswith
                     messages = [
