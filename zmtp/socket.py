@@ -62,6 +62,9 @@ _CANCEL_CHECK_MASK = 15
 #: ~10 % of a 64 B receive's instructions (docs/performance.md, optimisation log).
 _RECV_CHECKS_PER_YIELD = 16
 _RECV_TICKS: tuple[bool, ...] = (False,) * 63
+#: The same cadence for a socket whose strategy hands out receive runs (``_run_budget``):
+#: messages between two cancel checks (the first check comes after 63, as with the ticks).
+_RECV_RUN_BUDGET = 64
 #: ``_held`` when what the next recv owes is an error (see Socket.readable), not a message.
 _HELD_ERROR: Message = []
 
@@ -237,6 +240,8 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_held_error",
         "_ops",
         "_recv_ticks",
+        "_run_budget",
+        "_runs",
         "_seen_yields",
         "_send_unchecked",
         "_sends",
@@ -267,6 +272,12 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: of _RECV_TICKS), and the cancel checks since the last receive-side yield.
         self._recv_ticks: Iterator[bool] = iter(_RECV_TICKS)
         self._ops = 0
+        #: Whether receives take the strategy's receive runs (``RoutingStrategy.recv_runs``:
+        #: plain PULL, SUB, XSUB; not under an extension, whose hooks see each receive), and
+        #: the messages they may still hand out before the next cancel check (the cadence
+        #: above, counted in messages: a run's messages are handed out without a tick each).
+        self._runs = core.strategy.recv_runs
+        self._run_budget = _RECV_RUN_BUDGET - 1
         #: Fast-path sends since this socket's count last started (the send cadence), and
         #: the thread's yield count then (_SendCadence).
         self._sends = 0
@@ -434,6 +445,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
     def install_extension(self, extension: SocketExtension) -> None:
         """Install the socket's extension (once, before the first bind/connect)."""
         self._core.install_extension(extension)
+        self._runs = False  # an extension's receive hooks see every message: no runs
 
     @property
     def authenticator(self) -> AuthHandler | None:
@@ -635,21 +647,33 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
     async def recv(self) -> bytes:
         """Receive a message and return its only part (raises if it has several)."""
-        if next(self._recv_ticks, True):
-            await self._recv_checkpoint()
-        message = self._held
-        if message is not None:
-            self._held = None
-            if message is _HELD_ERROR:
-                raise self._take_held_error()
-        else:
-            message = self._strategy.try_recv()
+        if self._runs:
+            # The receive run (RoutingStrategy.recv_runs): while one peer alone has messages
+            # waiting, the next of them in one C call (an inbox pop), without the fair
+            # queue's Python call; _run_next starts the next run (and keeps the cadence),
+            # and _recv_run does what needs an await.
+            message = next(self._strategy.run, None)
             if message is None:
-                message = await self._recv_blocking()
+                message = self._run_next()
+                if message is None:
+                    message = await self._recv_run()
+        else:
+            if next(self._recv_ticks, True):
+                await self._recv_checkpoint()
+            message = self._held
+            if message is not None:
+                self._held = None
+                if message is _HELD_ERROR:
+                    raise self._take_held_error()
+            else:
+                message = self._strategy.try_recv()
+                if message is None:
+                    message = await self._recv_blocking()
         if isinstance(message, bytes):
             return message  # a one-part message queued bare (zmtp.engine.queue.Received)
         if len(message) != 1:
             self._held = message  # not lost: the next recv/recv_multipart returns it
+            self._strategy.end_run()  # ... before the messages after it (still queued)
             raise InvalidArgument(
                 f"received a {len(message)}-part message; use recv_multipart() for multipart"
             )
@@ -660,6 +684,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
         Raises TimeoutError after ``recv_timeout``. A cancelled ``recv`` never loses a message.
         """
+        if self._runs:  # as in recv
+            message = next(self._strategy.run, None)
+            if message is None:
+                message = self._run_next()
+                if message is None:
+                    message = await self._recv_run()
+            return [message] if isinstance(message, bytes) else message
         if next(self._recv_ticks, True):
             await self._recv_checkpoint()
         message = self._held
@@ -673,6 +704,49 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             message = await self._recv_blocking()
         # A bare one-part message (zmtp.engine.queue.Received) gets its list only now.
         return [message] if isinstance(message, bytes) else message
+
+    def _run_next(self) -> Received | None:
+        """The next message and a new receive run (``RoutingStrategy.take_run``) when that
+        needs no await: the cadence's step is not due, nothing is set aside and a message is
+        waiting; else None, and :meth:`_recv_run` does it. A function, not a coroutine: with
+        several peers sending, every receive comes here (a run is for one peer's messages)."""
+        budget = self._run_budget
+        if budget <= 0 or self._held is not None:
+            return None
+        strategy = self._strategy
+        message = strategy.take_run(budget)
+        if message is not None:
+            self._run_budget = budget - 1 - strategy.run_length
+        return message
+
+    async def _recv_run(self) -> Received:
+        """A receive that found the strategy's run empty (see ``recv``): the cadence's step
+        when ``_run_budget`` messages were handed out since the last one (before anything
+        is taken, as ``_recv_checkpoint``), then a message set aside, or the next message and
+        a new run of at most the budget's rest (``RoutingStrategy.take_run``), or a wait.
+
+        Cancel-safe: the only awaits come before a message is taken, and a run's messages
+        stay in their inbox until handed out."""
+        budget = self._run_budget
+        if budget <= 0:
+            await self._recv_checkpoint()
+            budget = _RECV_RUN_BUDGET
+        strategy = self._strategy
+        message = self._held
+        if message is not None:
+            self._held = None
+            self._run_budget = budget - 1
+            if message is _HELD_ERROR:
+                raise self._take_held_error()
+            return message
+        message = strategy.take_run(budget)
+        if message is None:
+            self._run_budget = budget
+            message = await self._recv_blocking()
+            self._run_budget -= 1
+            return message
+        self._run_budget = budget - 1 - strategy.run_length
+        return message
 
     async def _recv_checkpoint(self) -> None:
         """The recv cadence's rare step, every 64th receive call, before it takes anything:

@@ -309,14 +309,27 @@ class _Core:
         what the async ``recv`` does when a message is waiting (less a coroutine call and a
         ``readable()`` per message); right after ``recv_multipart`` returned, and with no
         await in between, the async socket holds no message of its own that could be
-        overtaken (only ``readable()`` sets one aside).
+        overtaken (only ``readable()`` sets one aside). A type with receive runs
+        (``RoutingStrategy.recv_runs``, no extension) is read as the async ``recv`` reads it:
+        the run's messages one C call each, and ``take_run`` for the next run.
         """
         sock, inbox = self.sock, self.inbox
         inbox.append(await sock.recv_multipart())
         if batch <= 1:
             return
-        try_recv = sock.engine.strategy.try_recv
+        strategy = sock.engine.strategy
         append = inbox.append
+        if strategy.recv_runs and sock.extension is None:
+            take_run = strategy.take_run
+            while len(inbox) < batch:
+                message = next(strategy.run, None)
+                if message is None:
+                    message = take_run(batch - len(inbox))
+                    if message is None:
+                        return
+                append([message] if isinstance(message, bytes) else message)
+            return
+        try_recv = strategy.try_recv
         while len(inbox) < batch:
             try:
                 message = try_recv()

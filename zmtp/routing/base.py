@@ -9,11 +9,13 @@ report "would block", and the socket does the waiting (timeouts, cancellation).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
+from operator import length_hint
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..engine.pipe import Pipe
-from ..engine.queue import Message, Received
+from ..engine.queue import Message, MessageQueue, Received
 from ..errors import UnsupportedOperation
 
 if TYPE_CHECKING:
@@ -60,6 +62,15 @@ class RoutingHost(Protocol):
         ...
 
 
+#: A receive run that holds nothing (an exhausted iterator: ``next`` on it gives the default
+#: at once); see :attr:`RoutingStrategy.run`.
+NO_RUN: Iterator[Received] = iter(())
+#: What a run calls per message: ``deque.popleft`` unbound, mapped over ``repeat(items, n)``
+#: (cheaper than ``islice(iter(items.popleft, None), n)``: no sentinel compare, one iterator
+#: less).
+_popleft = deque.popleft
+
+
 class RoutingStrategy:
     """Base class: one subclass per socket type."""
 
@@ -79,6 +90,15 @@ class RoutingStrategy:
     #: (PULL, SUB, PAIR, DEALER, CHANNEL, CLIENT, GATHER); ``try_recv`` then returns
     #: ``Received`` and the socket's receive API turns it back.
     bare_single_part: ClassVar[bool] = False
+    #: Receive runs (``zmtp.Socket``'s receive fast path): the socket's ``recv`` takes the
+    #: next message with ``next(strategy.run, None)``, and only when that gives None calls
+    #: :meth:`take_run`, which returns the next message (as :meth:`try_recv`) and may set
+    #: ``run`` to the ones after it, ``run_length`` of them (:class:`FairQueue` explains
+    #: when). For the types whose receive is only the fair queue (PULL, SUB, XSUB), without
+    #: ``conflate``; the others keep ``run`` empty and the socket calls ``try_recv``.
+    recv_runs: bool = False
+    run: Iterator[Received] = NO_RUN
+    run_length: int = 0
 
     def __init__(self, socket: RoutingHost) -> None:
         self.socket = socket
@@ -161,6 +181,14 @@ class RoutingStrategy:
     def recv_timed_out(self) -> None:
         """A ``recv`` gave up after ``recv_timeout`` (REQ uses it to abandon its request)."""
 
+    def take_run(self, limit: int) -> Received | None:
+        """:meth:`try_recv`, and a receive run of at most ``limit - 1`` messages after it
+        where the type has them (:attr:`recv_runs`); this default has none."""
+        return self.try_recv()
+
+    def end_run(self) -> None:
+        """End the receive run, if any: its messages stay queued, for ``try_recv``."""
+
 
 class FairQueue:
     """Receive round-robin from every pipe that has messages (libzmq ``fq_t``).
@@ -168,13 +196,112 @@ class FairQueue:
     Invariant: a pipe is in ``_ready`` exactly when its inbox is non-empty, maintained by the
     inbox's empty -> non-empty edge callback (``readable``) and by ``fq_recv`` dropping pipes it
     drains. A pipe whose connection ended stays until its last message is read.
+
+    Receive runs (:meth:`fq_take_run`, for ``zmtp.Socket``'s receive fast path): ``run`` is
+    an iterator whose every ``next`` pops the next message in C, with none of ``fq_recv``'s
+    bookkeeping, because the run is cut so that none is needed. It takes whole rounds over
+    the ready pipes, in their round-robin order (one pipe alone: that pipe's messages), so
+    the order is ``fq_recv``'s; it never takes a pipe's last message (``fq_recv`` takes that
+    one and drops the pipe from ``_ready``) nor, as the inbox is when the run starts, the
+    message that takes it from full to not full (``fq_recv`` takes that one too and wakes the
+    producer). The messages stay in their inboxes until handed out, so the HWM bound, the
+    order and a cancelled receive are as without runs, and ending a run early loses nothing:
+    :meth:`fq_end_run` turns ``_ready`` by the part of a round already handed out, as
+    ``fq_recv`` would have. Anything that would change what ``next(run)`` pops ends it first:
+    another pipe turning readable (:meth:`readable`), every ``fq_recv`` (a receive outside the
+    fast path takes the head itself, and the next run starts with one), a SUB's purge after
+    an unsubscribe, a message the socket sets aside.
+
+    One thing a run cannot see is a producer filling an inbox while the run is under way
+    (the application awaited something else between two receives, and the reader, or an
+    inproc sender, ran): the run may then take that inbox below its capacity without the
+    wake-up. So :meth:`fq_end_run` wakes the producer of every inbox the run took from that
+    may have been full meanwhile and is not any more: a producer waiting for room is woken
+    at the latest when the run ends, within 64 receives (the socket's cadence), and always
+    before the application waits for a message itself.
     """
 
     def __init__(self) -> None:
         self._ready: deque[Pipe] = deque()
+        #: The messages the receive fast path may pop without a check (see the class
+        #: docstring); ``run_length``: how many the last :meth:`fq_take_run` put in it.
+        self.run: Iterator[Received] = NO_RUN
+        self.run_length = 0
+        #: What the run maps ``deque.popleft`` over (its length hint says how far the run
+        #: got), and the inboxes of one round, in order (none: no run since the last end).
+        self._run_source: Iterator[deque[Message]] = iter(())
+        self._run_inboxes: list[MessageQueue] = []
 
     def readable(self, pipe: Pipe) -> None:
+        if self.run is not NO_RUN:
+            self.fq_end_run()  # another pipe has messages: it joins the round-robin
         self._ready.append(pipe)
+
+    def fq_end_run(self) -> None:
+        """End the current receive run; its messages stay queued (see the class docstring)."""
+        self.run = NO_RUN
+        inboxes = self._run_inboxes
+        if not inboxes:
+            return
+        self._run_inboxes = []
+        taken = self.run_length - length_hint(self._run_source)
+        pipes = len(inboxes)
+        if pipes > 1:
+            turn = taken % pipes
+            if turn:
+                self._ready.rotate(-turn)  # where fq_recv's rotations would have left it
+        most = -(-taken // pipes)  # the most the run took from any one inbox
+        for inbox in inboxes:
+            left = len(inbox.items)
+            if left < inbox.capacity <= left + most:
+                inbox.on_space()  # it may have been full during the run: see the docstring
+
+    def fq_take_run(self, limit: int) -> Received | None:
+        """The next message (as :meth:`fq_recv`), and ``run`` set to up to ``limit - 1`` more
+        (``run_length`` says how many; 0: none)."""
+        message = self.fq_recv()
+        ready = self._ready
+        pipes = len(ready)
+        if pipes == 1:
+            inbox = ready[0].inbox
+            items = inbox.items
+            left = len(items)
+            count = left - 1  # the last one: fq_recv drops the pipe from ``_ready``
+            over = left - inbox.capacity
+            if 0 <= over < count:
+                count = int(over)  # stop before the HWM edge: fq_recv wakes the reader there
+            if count >= limit:
+                count = limit - 1
+            if count > 0:
+                self._run_source = source = repeat(items, count)
+                self._run_inboxes = [inbox]
+                self.run = map(_popleft, source)  # C all the way
+                self.run_length = count
+                return message
+        elif pipes and limit > pipes:
+            # Whole rounds over every ready pipe, as many as each can give (the same cuts).
+            rounds = (limit - 1) // pipes
+            for pipe in ready:
+                inbox = pipe.inbox
+                left = len(inbox.items)
+                count = left - 1
+                over = left - inbox.capacity
+                if 0 <= over < count:
+                    count = int(over)
+                if count < rounds:
+                    rounds = count
+                    if rounds <= 0:
+                        break
+            if rounds > 0:
+                inboxes = [pipe.inbox for pipe in ready]
+                queues = iter([inbox.items for inbox in inboxes] * rounds)
+                self._run_source = queues
+                self._run_inboxes = inboxes
+                self.run = map(_popleft, queues)
+                self.run_length = rounds * pipes
+                return message
+        self.run_length = 0
+        return message
 
     def fq_recv_from(self) -> tuple[Pipe, Message] | None:
         ready = self._ready
@@ -186,14 +313,16 @@ class FairQueue:
         return ready[0], self.fq_recv()  # type: ignore[return-value]
 
     def fq_recv(self) -> Received | None:
+        if self.run is not NO_RUN:  # (never for the types without runs)
+            self.fq_end_run()  # it pops the head itself
         ready = self._ready
         if not ready:
             return None
-        inbox = ready[0].inbox
         # MessageQueue.get() inlined: this is the hottest line of every receive. The HWM
         # edge (full -> not full) is tested before the pop, on the length as it is: after
         # it, ``len(items) + 1`` cost an int addition, and past 256 queued messages (a
         # 256 KiB read holds ~3,000) a new int object, on every receive.
+        inbox = ready[0].inbox
         items = inbox.items
         if len(items) == inbox.capacity:
             message = items.popleft()

@@ -14,7 +14,9 @@ as in libzmq, where ``pub_t``/``sub_t`` derive from ``xpub_t``/``xsub_t``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import compress, repeat
+from operator import not_
 from typing import TYPE_CHECKING
 
 from ..engine.pipe import Pipe
@@ -26,6 +28,18 @@ from .xpubsub import XPub, XSub
 
 if TYPE_CHECKING:
     from .base import RoutingHost
+
+#: SUB's prefix filter over a batch of bare messages, in C: ``bytes.startswith`` mapped over
+#: the batch (with the tuple of topics repeated), and ``compress`` keeping the matches. A list
+#: in the batch (a multipart message) makes it raise TypeError: the batch is then filtered
+#: message by message.
+#: (Typed for what it is given: a list raises, as said.)
+_startswith: Callable[[Received, bytes | tuple[bytes, ...]], bool] = bytes.startswith  # type: ignore[assignment]
+
+
+def _one(prefixes: tuple[bytes, ...]) -> bytes | tuple[bytes, ...]:
+    """A single topic bare: ``startswith`` of one prefix is ~25 % cheaper than of a tuple."""
+    return prefixes[0] if len(prefixes) == 1 else prefixes
 
 
 class Pub(XPub):
@@ -85,11 +99,15 @@ class Sub(XSub):
             if len(topics):
                 prefixes = topics.prefixes
                 if prefixes is not None:
-                    messages = [
-                        m
-                        for m in messages
-                        if not (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
-                    ]
+                    try:
+                        matched = map(_startswith, messages, repeat(_one(prefixes)))
+                        messages = list(compress(messages, map(not_, matched)))
+                    except TypeError:  # a list in the batch: see _startswith
+                        messages = [
+                            m
+                            for m in messages
+                            if not (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
+                        ]
                 else:
                     keep = self._keep
                     messages = [m for m in messages if keep(m)]
@@ -98,11 +116,15 @@ class Sub(XSub):
         elif not topics.matches_everything:
             prefixes = topics.prefixes
             if prefixes is not None:
-                messages = [
-                    m
-                    for m in messages
-                    if (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
-                ]
+                try:
+                    matched = map(_startswith, messages, repeat(_one(prefixes)))
+                    messages = list(compress(messages, matched))
+                except TypeError:  # a list in the batch: see _startswith
+                    messages = [
+                        m
+                        for m in messages
+                        if (m if isinstance(m, bytes) else m[0]).startswith(prefixes)
+                    ]
             else:
                 matches = topics.matches
                 messages = [m for m in messages if matches(m if isinstance(m, bytes) else m[0])]
@@ -124,12 +146,15 @@ class Sub(XSub):
     def subscribe(self, topic: bytes) -> None:
         super().subscribe(topic)
         if self._invert:
-            # A new subscription excludes more: what is queued must not be delivered either.
+            # A new subscription excludes more: what is queued must not be delivered either
+            # (nor by the receive run, which pops the inbox as it was: ended first).
+            self.fq_end_run()
             purge_queued(self._ready, self._keep)
 
     def unsubscribe(self, topic: bytes) -> None:
         super().unsubscribe(topic)
         if not self._invert:
+            self.fq_end_run()
             purge_queued(self._ready, self._keep)
 
     try_send = RoutingStrategy.try_send  # raises UnsupportedOperation

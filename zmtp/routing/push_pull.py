@@ -63,10 +63,15 @@ class Pull(FairQueue, RoutingStrategy):
         FairQueue.__init__(self)
 
     try_recv = FairQueue.fq_recv
+    recv_runs = True  # (see RoutingStrategy.recv_runs)
+    take_run = FairQueue.fq_take_run
+    end_run = FairQueue.fq_end_run
 
 
 class ConflatingPull(Pull):
     """PULL with ``conflate``: only the newest message received from each peer is kept."""
+
+    recv_runs = False  # put_only replaces the queued message: a run must not pop it
 
     def incoming(self, pipe: Pipe, messages: list[Message]) -> None:
         if messages:

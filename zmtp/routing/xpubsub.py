@@ -608,6 +608,9 @@ class XSub(FairQueue, FanOut, Subscriptions, RoutingStrategy):
         self._topics = TopicTrie()
         self._pipes: list[Pipe] = []
         self._conflate = socket.options.conflate
+        #: Receive runs (RoutingStrategy.recv_runs), but with ``conflate``, whose put_only
+        #: replaces the queued message under a run.
+        self.recv_runs = not self._conflate
 
     # ------------------------------------------------------------------ pipe lifecycle
 
@@ -676,6 +679,8 @@ class XSub(FairQueue, FanOut, Subscriptions, RoutingStrategy):
         return self.fan_out(self._pipes, parts)
 
     try_recv = FairQueue.fq_recv
+    take_run = FairQueue.fq_take_run
+    end_run = FairQueue.fq_end_run
 
 
 class ConflatingXSub(XSub):
