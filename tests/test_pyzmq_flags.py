@@ -296,3 +296,25 @@ async def test_qos_socket_takes_flags_where_zmtps_methods_serve() -> None:
             receipt = await push.send(b"tracked", 0)
             assert await pull.recv() == b"tracked"
             assert receipt is not None
+
+
+async def test_pyzmq_socket_type_constants_are_accepted() -> None:
+    """zmq.PUSH (libzmq's number, an int enum in pyzmq) left in ported code makes the zmtp
+    socket it names, plain or QoS; a libzmq type zmtp lacks (STREAM) is still refused."""
+    zmq = pytest.importorskip("zmq")
+    endpoint = _endpoint()
+    async with (
+        zmtp_qos.Socket(zmq.PULL, qos=1) as pull,
+        zmtp_qos.Socket(zmq.PUSH, qos=1) as push,
+    ):
+        assert (pull.raw.socket_type, push.raw.socket_type) == ("PULL", "PUSH")
+        await pull.bind(endpoint)
+        await push.connect(endpoint)
+        with anyio.fail_after(5):
+            await push.send(b"typed by pyzmq")
+            assert await pull.recv() == b"typed by pyzmq"
+    assert zmtp.Socket(8).socket_type == "PUSH"
+    with pytest.raises(zmtp.InvalidArgument):
+        zmtp.Socket(zmq.STREAM)
+    with pytest.raises(zmtp.InvalidArgument):
+        zmtp.Socket(True)  # type: ignore[arg-type]

@@ -270,3 +270,14 @@ def test_direct_send_of_an_unchecked_type_never_runs_check_send(
         for i in range(50):
             router.send_multipart([b"d", b"%d" % i])
         assert [dealer.recv() for _ in range(50)] == [b"%d" % i for i in range(50)]
+
+
+def test_pyzmq_socket_type_constants_are_accepted() -> None:
+    zmq = pytest.importorskip("zmq")
+    endpoint = _endpoint()
+    with zmtp.sync.Context(recv_timeout=OP) as ctx:
+        pull = ctx.socket(zmq.PULL)
+        push = ctx.socket(zmq.PUSH)
+        push.connect(pull.bind(endpoint))
+        push.send(b"typed by pyzmq")
+        assert (pull.socket_type, pull.recv()) == ("PULL", b"typed by pyzmq")

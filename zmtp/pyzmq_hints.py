@@ -91,3 +91,38 @@ def check_recv_flags(flags: object) -> None:
             f"unknown recv flags {flags!r}: a receive takes only pyzmq's NOBLOCK (1, "
             "DONTWAIT) (docs/from-pyzmq.md)"
         )
+
+
+# ---------------------------------------------------------------------- pyzmq's socket types
+
+#: libzmq's socket type numbers (pyzmq's ``zmq.PUSH`` is 8) and zmtp's names for them; 11
+#: (STREAM) and 18 (DGRAM) are libzmq's raw types, which zmtp does not have.
+LIBZMQ_SOCKET_TYPES: dict[int, str] = {
+    0: "PAIR",
+    1: "PUB",
+    2: "SUB",
+    3: "REQ",
+    4: "REP",
+    5: "DEALER",
+    6: "ROUTER",
+    7: "PULL",
+    8: "PUSH",
+    9: "XPUB",
+    10: "XSUB",
+    12: "SERVER",
+    13: "CLIENT",
+    14: "RADIO",
+    15: "DISH",
+    16: "GATHER",
+    17: "SCATTER",
+    19: "PEER",
+    20: "CHANNEL",
+}
+
+
+def libzmq_socket_type(socket_type: object) -> str | None:
+    """zmtp's name for a socket type given as libzmq's number (``zmq.PUSH``, an ``int``
+    enum in pyzmq, left in ported code), or None if ``socket_type`` is not one."""
+    if isinstance(socket_type, int) and not isinstance(socket_type, bool):
+        return LIBZMQ_SOCKET_TYPES.get(int(socket_type))
+    return None

@@ -33,7 +33,13 @@ from .monitor import Monitor, PeerInfo
 from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
 from .protocol.errors import InvalidArgument, UsageError, WrongType
 from .protocol.sockettypes import SocketType
-from .pyzmq_hints import SNDMORE, check_recv_flags, check_send_flags, install_pyzmq_hints
+from .pyzmq_hints import (
+    SNDMORE,
+    check_recv_flags,
+    check_send_flags,
+    install_pyzmq_hints,
+    libzmq_socket_type,
+)
 from .serialize import AsyncSerializers
 from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
@@ -252,7 +258,11 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         try:
             self.socket_type = SocketType(str(socket_type).upper()).value
         except ValueError:
-            raise InvalidArgument(f"unknown socket type {socket_type!r}") from None
+            # pyzmq's constant (zmq.PUSH is libzmq's number 8) left in ported code
+            kind = libzmq_socket_type(socket_type)
+            if kind is None:
+                raise InvalidArgument(f"unknown socket type {socket_type!r}") from None
+            self.socket_type = kind
         self.options = Options.from_kwargs(options)
         self._core = core = SocketCore(self.socket_type, self.options)
         #: The routing strategy, kept here too for the send/recv fast paths.

@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 import zmtp
 from zmtp.engine.queue import Message, Received
 from zmtp.errors import CLOSED
+from zmtp.pyzmq_hints import libzmq_socket_type
 from zmtp.routing.req_rep import Rep, Req
 from zmtp.socket import as_message
 from zmtp.timeouts import call_timeout
@@ -200,7 +201,10 @@ class Socket:
     ) -> None:
         if qos not in (0, 1, 2, 3):
             raise ValueError(f"QoS level must be 0, 1, 2 or 3, not {qos!r}")
-        kind = str(getattr(socket_type, "value", socket_type)).upper()
+        kind = (
+            libzmq_socket_type(socket_type)
+            or str(getattr(socket_type, "value", socket_type)).upper()
+        )  # zmq.PUSH (libzmq's number) as zmtp.Socket takes it
         if qos and kind in FAN_OUT_TYPES:
             raise ValueError(
                 f"{kind} cannot have QoS {qos}: each subscriber has its own copy, so there is "
