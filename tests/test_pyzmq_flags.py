@@ -318,3 +318,41 @@ async def test_pyzmq_socket_type_constants_are_accepted() -> None:
         zmtp.Socket(zmq.STREAM)
     with pytest.raises(zmtp.InvalidArgument):
         zmtp.Socket(True)  # type: ignore[arg-type]
+
+
+async def test_a_finished_sndmore_message_leaves_the_plain_path_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Holding parts routes the next send through the send-check slot; once the message has
+    gone, a type without a send check (PUSH) skips ``check_send`` again on every path (200
+    sends, past the cancel cadence), and one with a check (REQ) still runs it."""
+    endpoint = _endpoint()
+    async with zmtp.Socket(zmtp.PULL) as pull, zmtp.Socket(zmtp.PUSH) as push:
+        await pull.bind(endpoint)
+        await push.connect(endpoint)
+        with anyio.fail_after(10):
+            await push.send(b"head", zmtp.SNDMORE)
+            await push.send(b"tail")
+            assert await pull.recv_multipart() == [b"head", b"tail"]
+
+            def refuse(parts: list[bytes]) -> None:
+                raise AssertionError("check_send ran for PUSH after its SNDMORE message")
+
+            monkeypatch.setattr(push.engine.strategy, "check_send", refuse)
+            sent = 0
+            for i in range(200):
+                await push.send(b"%d" % i)
+                await push.send_multipart([b"m%d" % i])
+                sent += 2 + push.try_send_prepared([b"p%d" % i])  # declines at the cadence
+            for _ in range(sent):
+                await pull.recv()
+    endpoint = _endpoint()
+    async with zmtp.Socket(zmtp.REP) as rep, zmtp.Socket(zmtp.REQ) as req:
+        await rep.bind(endpoint)
+        await req.connect(endpoint)
+        with anyio.fail_after(5):
+            await req.send(b"a", zmtp.SNDMORE)
+            await req.send(b"b")
+            with pytest.raises(zmtp.InvalidState):
+                await req.send(b"second request")  # the check runs again, plain path
+            assert await rep.recv_multipart() == [b"a", b"b"]
