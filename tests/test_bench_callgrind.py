@@ -1,4 +1,4 @@
-"""Smoke tests of benchmarks/callgrind_fanout.py, callgrind_receiver.py and
+"""Smoke tests of benchmarks/callgrind_fanout.py, callgrind_receiver.py, callgrind_sync.py,
 callgrind_sender.py and callgrind_roundtrip.py: their measured programs (``--child``: a zmtp
 PUB and pyzmq SUB processes, every message delivered; a zmtp PULL fed by pyzmq PUSH sockets; a
 zmtp ROUTER or DEALER with a pyzmq peer, or inproc in one process; one ping-pong side against a
@@ -120,6 +120,18 @@ def test_callgrind_qos_child_settles_everything(backend: str, level: int, end: s
     one process, or one end against a native child), every message settled."""
     script = str(BENCHMARKS / "callgrind_qos.py")
     options = [f"--level={level}", "--end", end, "--messages", "200", "--backend", backend]
+    proc = subprocess.run(
+        [sys.executable, script, "--child", *options], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("pattern", ["router", "push"])
+def test_callgrind_sync_child_sends_everything(pattern: str) -> None:
+    """benchmarks/callgrind_sync.py's measured program: a zmtp.sync ROUTER (direct sends) or
+    PUSH (queued sends) against a pyzmq peer process, which reports every message."""
+    script = str(BENCHMARKS / "callgrind_sync.py")
+    options = ["--pattern", pattern, "--messages", "300"]
     proc = subprocess.run(
         [sys.executable, script, "--child", *options], capture_output=True, text=True, timeout=120
     )

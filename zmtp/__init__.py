@@ -37,6 +37,7 @@ from .errors import (
 from .lazyload import lazy_attributes
 from .options import NOTIFY_CONNECT, NOTIFY_DISCONNECT, Options
 from .protocol.sockettypes import SocketType
+from .pyzmq_hints import DONTWAIT, NOBLOCK, SNDMORE
 from .socket import Socket
 
 if TYPE_CHECKING:
@@ -135,7 +136,9 @@ __all__ = [
     "CLIENT",
     "DEALER",
     "DISH",
+    "DONTWAIT",
     "GATHER",
+    "NOBLOCK",
     "NOTIFY_CONNECT",
     "NOTIFY_DISCONNECT",
     "PAIR",
@@ -151,6 +154,7 @@ __all__ = [
     "ROUTER",
     "SCATTER",
     "SERVER",
+    "SNDMORE",
     "SUB",
     "XPUB",
     "XSUB",

@@ -59,45 +59,60 @@ class AsyncSerializers:
 
     if TYPE_CHECKING:
 
-        async def send(self, data: bytes | bytearray | memoryview | str) -> None: ...
-        async def recv(self) -> bytes: ...
-        async def send_multipart(self, parts: Iterable[Any]) -> None: ...
-        async def recv_multipart(self) -> list[bytes]: ...
+        async def send(
+            self, data: bytes | bytearray | memoryview | str, flags: int | None = None
+        ) -> None: ...
+        async def recv(self, flags: int | None = None, copy: bool = True) -> bytes: ...
+        async def send_multipart(self, parts: Iterable[Any], flags: int | None = None) -> None: ...
+        async def recv_multipart(
+            self, flags: int | None = None, copy: bool = True
+        ) -> list[bytes]: ...
 
-    async def send_string(self, text: str, encoding: str = "utf-8") -> None:
-        """Send ``text`` encoded with ``encoding`` as a single-part message."""
+    async def send_string(
+        self, text: str, flags: int | None = None, copy: bool = True, encoding: str = "utf-8"
+    ) -> None:
+        """Send ``text`` encoded with ``encoding`` as a single-part message (``flags`` and
+        ``copy`` as for ``send``, in pyzmq's order: the encoding is a keyword)."""
         if not isinstance(text, str):
             raise WrongType(f"send_string takes a str, not {type(text).__name__}")
-        await self.send(text.encode(encoding))
+        await self.send(text.encode(encoding), flags)
 
-    async def recv_string(self, encoding: str = "utf-8") -> str:
-        """Receive a single-part message and decode it with ``encoding``."""
-        return (await self.recv()).decode(encoding)
+    async def recv_string(self, flags: int | None = None, encoding: str = "utf-8") -> str:
+        """Receive a single-part message and decode it with ``encoding`` (``flags`` as for
+        ``recv``)."""
+        return (await self.recv(flags)).decode(encoding)
 
-    async def send_json(self, obj: Any, **kwargs: Any) -> None:
+    async def send_json(self, obj: Any, flags: int | None = None, **kwargs: Any) -> None:
         """Send ``obj`` as JSON (UTF-8); ``kwargs`` go to ``json.dumps``."""
-        await self.send(encode_json(obj, **kwargs))
+        await self.send(encode_json(obj, **kwargs), flags)
 
-    async def recv_json(self, **kwargs: Any) -> Any:
+    async def recv_json(self, flags: int | None = None, **kwargs: Any) -> Any:
         """Receive a JSON message; ``kwargs`` go to ``json.loads``."""
-        return decode_json(await self.recv(), **kwargs)
+        return decode_json(await self.recv(flags), **kwargs)
 
-    async def send_pyobj(self, obj: Any, protocol: int | None = None) -> None:
-        """Send ``obj`` pickled (highest protocol unless ``protocol`` is given)."""
-        await self.send(encode_pyobj(obj, protocol))
+    async def send_pyobj(
+        self, obj: Any, flags: int | None = None, protocol: int | None = None
+    ) -> None:
+        """Send ``obj`` pickled (highest protocol unless ``protocol`` is given: a keyword,
+        after ``flags`` as in pyzmq)."""
+        await self.send(encode_pyobj(obj, protocol), flags)
 
-    async def recv_pyobj(self) -> Any:
+    async def recv_pyobj(self, flags: int | None = None) -> Any:
         """Receive and unpickle an object. **Never on a socket untrusted peers can reach**:
         unpickling runs code the sender chose."""
-        return decode_pyobj(await self.recv())
+        return decode_pyobj(await self.recv(flags))
 
-    async def send_serialized(self, obj: Any, serialize: Serializer) -> None:
+    async def send_serialized(
+        self, obj: Any, serialize: Serializer, flags: int | None = None, copy: bool = True
+    ) -> None:
         """Send ``serialize(obj)`` (a sequence of parts) as one message."""
-        await self.send_multipart(serialize(obj))
+        await self.send_multipart(serialize(obj), flags)
 
-    async def recv_serialized(self, deserialize: Deserializer) -> Any:
+    async def recv_serialized(
+        self, deserialize: Deserializer, flags: int | None = None, copy: bool = True
+    ) -> Any:
         """Receive one message and return ``deserialize(parts)``."""
-        return deserialize(await self.recv_multipart())
+        return deserialize(await self.recv_multipart(flags, copy))
 
 
 class SyncSerializers:
@@ -107,42 +122,53 @@ class SyncSerializers:
 
     if TYPE_CHECKING:
 
-        def send(self, data: bytes | bytearray | memoryview | str) -> None: ...
-        def recv(self) -> bytes: ...
-        def send_multipart(self, parts: Iterable[Any]) -> None: ...
-        def recv_multipart(self) -> list[bytes]: ...
+        def send(
+            self, data: bytes | bytearray | memoryview | str, flags: int | None = None
+        ) -> None: ...
+        def recv(self, flags: int | None = None, copy: bool = True) -> bytes: ...
+        def send_multipart(self, parts: Iterable[Any], flags: int | None = None) -> None: ...
+        def recv_multipart(self, flags: int | None = None, copy: bool = True) -> list[bytes]: ...
 
-    def send_string(self, text: str, encoding: str = "utf-8") -> None:
-        """Send ``text`` encoded with ``encoding`` as a single-part message."""
+    def send_string(
+        self, text: str, flags: int | None = None, copy: bool = True, encoding: str = "utf-8"
+    ) -> None:
+        """Send ``text`` encoded with ``encoding`` as a single-part message (``flags`` and
+        ``copy`` as for ``send``, in pyzmq's order: the encoding is a keyword)."""
         if not isinstance(text, str):
             raise WrongType(f"send_string takes a str, not {type(text).__name__}")
-        self.send(text.encode(encoding))
+        self.send(text.encode(encoding), flags)
 
-    def recv_string(self, encoding: str = "utf-8") -> str:
-        """Receive a single-part message and decode it with ``encoding``."""
-        return self.recv().decode(encoding)
+    def recv_string(self, flags: int | None = None, encoding: str = "utf-8") -> str:
+        """Receive a single-part message and decode it with ``encoding`` (``flags`` as for
+        ``recv``)."""
+        return self.recv(flags).decode(encoding)
 
-    def send_json(self, obj: Any, **kwargs: Any) -> None:
+    def send_json(self, obj: Any, flags: int | None = None, **kwargs: Any) -> None:
         """Send ``obj`` as JSON (UTF-8); ``kwargs`` go to ``json.dumps``."""
-        self.send(encode_json(obj, **kwargs))
+        self.send(encode_json(obj, **kwargs), flags)
 
-    def recv_json(self, **kwargs: Any) -> Any:
+    def recv_json(self, flags: int | None = None, **kwargs: Any) -> Any:
         """Receive a JSON message; ``kwargs`` go to ``json.loads``."""
-        return decode_json(self.recv(), **kwargs)
+        return decode_json(self.recv(flags), **kwargs)
 
-    def send_pyobj(self, obj: Any, protocol: int | None = None) -> None:
-        """Send ``obj`` pickled (highest protocol unless ``protocol`` is given)."""
-        self.send(encode_pyobj(obj, protocol))
+    def send_pyobj(self, obj: Any, flags: int | None = None, protocol: int | None = None) -> None:
+        """Send ``obj`` pickled (highest protocol unless ``protocol`` is given: a keyword,
+        after ``flags`` as in pyzmq)."""
+        self.send(encode_pyobj(obj, protocol), flags)
 
-    def recv_pyobj(self) -> Any:
+    def recv_pyobj(self, flags: int | None = None) -> Any:
         """Receive and unpickle an object. **Never on a socket untrusted peers can reach**:
         unpickling runs code the sender chose."""
-        return decode_pyobj(self.recv())
+        return decode_pyobj(self.recv(flags))
 
-    def send_serialized(self, obj: Any, serialize: Serializer) -> None:
+    def send_serialized(
+        self, obj: Any, serialize: Serializer, flags: int | None = None, copy: bool = True
+    ) -> None:
         """Send ``serialize(obj)`` (a sequence of parts) as one message."""
-        self.send_multipart(serialize(obj))
+        self.send_multipart(serialize(obj), flags)
 
-    def recv_serialized(self, deserialize: Deserializer) -> Any:
+    def recv_serialized(
+        self, deserialize: Deserializer, flags: int | None = None, copy: bool = True
+    ) -> Any:
         """Receive one message and return ``deserialize(parts)``."""
-        return deserialize(self.recv_multipart())
+        return deserialize(self.recv_multipart(flags, copy))

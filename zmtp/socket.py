@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -26,14 +26,20 @@ from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from .engine.core import SocketCore
 from .engine.queue import Message, Received
-from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, ZMTPError
+from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, TimedOut, ZMTPError
 from .extension import SocketExtension
 from .group_exit import leave_task_group
 from .monitor import Monitor, PeerInfo
 from .options import OPTION_NAMES, Options, get_option, option_attribute, set_option
 from .protocol.errors import InvalidArgument, UsageError, WrongType
 from .protocol.sockettypes import SocketType
-from .pyzmq_hints import install_pyzmq_hints
+from .pyzmq_hints import (
+    SNDMORE,
+    check_recv_flags,
+    check_send_flags,
+    install_pyzmq_hints,
+    libzmq_socket_type,
+)
 from .serialize import AsyncSerializers
 from .socket_types_api import SocketTypeMethods
 from .timeouts import call_timeout
@@ -238,11 +244,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         "_group_task",
         "_held",
         "_held_error",
+        "_more",
         "_ops",
         "_recv_ticks",
         "_run_budget",
         "_runs",
         "_seen_yields",
+        "_send_check",
         "_send_unchecked",
         "_sends",
         "_strategy",
@@ -255,7 +263,11 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         try:
             self.socket_type = SocketType(str(socket_type).upper()).value
         except ValueError:
-            raise InvalidArgument(f"unknown socket type {socket_type!r}") from None
+            # pyzmq's constant (zmq.PUSH is libzmq's number 8) left in ported code
+            kind = libzmq_socket_type(socket_type)
+            if kind is None:
+                raise InvalidArgument(f"unknown socket type {socket_type!r}") from None
+            self.socket_type = kind
         self.options = Options.from_kwargs(options)
         self._core = core = SocketCore(self.socket_type, self.options)
         #: The routing strategy, kept here too for the send/recv fast paths.
@@ -265,6 +277,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: try_send_prepared, try_send_part) reads it per message, and CPython 3.11
         #: specialises a slot's read, not a class attribute's through an instance.
         self._send_unchecked = not core.strategy.send_check
+        #: What those paths call when ``_send_unchecked`` is False: the type's
+        #: ``check_send``, or, while pyzmq ``SNDMORE`` parts are held, :meth:`_join_held`,
+        #: which puts them in front of the message (then ``_send_unchecked`` is False
+        #: whatever the type, so the plain paths pay nothing for SNDMORE: see _hold).
+        self._send_check: Callable[[Message], None] = core.strategy.check_send
+        #: Parts sent with pyzmq's ``SNDMORE``, held for the next send without it.
+        self._more: Message | None = None
         self._entered = False
         #: The task that holds the socket's task group on asyncio (_GroupTask), if any.
         self._group_task: _GroupTask | None = None
@@ -480,8 +499,25 @@ class Socket(SocketTypeMethods, AsyncSerializers):
 
     # ------------------------------------------------------------------ send / recv
 
-    async def send(self, data: bytes | bytearray | memoryview | str) -> None:
-        """Send a single-part message (see :meth:`send_multipart`)."""
+    async def send(
+        self,
+        data: bytes | bytearray | memoryview | str,
+        flags: int | None = None,
+        copy: bool = True,
+        track: bool = False,
+    ) -> None:
+        """Send a single-part message (see :meth:`send_multipart`).
+
+        ``flags``, ``copy`` and ``track`` are pyzmq's, for ported code (docs/from-pyzmq.md):
+        ``zmtp.NOBLOCK`` raises TimedOut at once where the send would wait, ``zmtp.SNDMORE``
+        holds the part for the next send without it (one message of all the parts).
+        ``copy`` and ``track`` change nothing: zmtp never borrows the caller's buffer, and
+        returns no message tracker (only ``flags`` is looked at, and only when given: a
+        test per send, nothing more).
+        """
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            await self._send_flagged([data] if type(data) is bytes else as_message((data,)), flags)
+            return
         # Fast path spelled out on purpose, three times: here, in send_multipart and in
         # send_prepared (keep the three in step). A shared helper would cost every message one
         # more coroutine call and frame, which is measurable at ~1 M msgs/s
@@ -493,7 +529,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         message = [data] if type(data) is bytes else as_message((data,))
         strategy = self._strategy
         if not self._send_unchecked:  # a slot, not the class attribute (see __init__)
-            strategy.check_send(message)
+            self._send_check(message)
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
             cadence = _send_cadence
@@ -511,12 +547,18 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             return
         await self._send_blocking(message)
 
-    async def send_multipart(self, parts: Iterable[Any]) -> None:
+    async def send_multipart(
+        self, parts: Iterable[Any], flags: int | None = None, copy: bool = True, track: bool = False
+    ) -> None:
         """Send a message of one or more parts, atomically.
 
         Blocks while the socket type has no peer with room (the HWM); raises TimeoutError after
         ``send_timeout``. If cancelled, the message was either queued whole or not at all.
+        ``flags``, ``copy`` and ``track`` are pyzmq's, as for :meth:`send`.
         """
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            await self._send_flagged(as_message(parts), flags)
+            return
         # The fast path below is spelled out again in send and send_prepared, on purpose: one
         # coroutine call per message less (see send's comment); a change here goes there too.
         if self._core.closing:
@@ -533,7 +575,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
                 raise InvalidArgument("a message needs at least one part")
         strategy = self._strategy
         if not self._send_unchecked:  # a slot, not the class attribute (see __init__)
-            strategy.check_send(message)
+            self._send_check(message)
         sends = self._sends = self._sends + 1
         if not sends & _CANCEL_CHECK_MASK:
             cadence = _send_cadence
@@ -567,7 +609,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             raise WrongType("send_prepared takes a non-empty list of bytes")
         strategy = self._strategy
         if not self._send_unchecked:  # a slot, not the class attribute (see __init__)
-            strategy.check_send(message)
+            self._send_check(message)
         # The fast path of send and send_multipart, spelled out a third time on purpose (one
         # coroutine call per message less, see send's comment; keep the three in step).
         # The same cadence as send_multipart: a cancel is seen within 16 calls (before the
@@ -630,6 +672,67 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._sends = sends
         return True
 
+    async def _send_flagged(self, message: Message, flags: int) -> None:
+        """A send with pyzmq's ``flags`` given: ``SNDMORE`` holds ``message``'s parts
+        (:meth:`_hold`); ``NOBLOCK`` routes the message now or raises TimedOut, zmtp's
+        ``zmq.Again``, after one pass of the scheduler (a loop polling with NOBLOCK lets the
+        connections run). Parts held before go in front, and go with the message: a send
+        that raises drops them too (as pyzmq's Again leaves no part behind)."""
+        check_send_flags(flags)
+        if self._core.closing:
+            raise SocketClosed(CLOSED)
+        if flags & SNDMORE:
+            self._hold(message)
+            return
+        if not flags:  # flags=0 spelled out: a plain send
+            await self.send_multipart(message)
+            return
+        strategy = self._strategy
+        if self._more is not None:
+            self._join_held(message)
+        elif strategy.send_check:
+            strategy.check_send(message)
+        if strategy.try_send(message):
+            return
+        if not self._entered:
+            raise SocketClosed(NEVER_OPENED)
+        await checkpoint()
+        raise TimedOut(
+            "send would block (NOBLOCK): no peer has room for the message now (none "
+            "connected, or every one at send_hwm); retry later, or send without NOBLOCK "
+            "(send_timeout bounds the wait)"
+        )
+
+    def _hold(self, parts: Message) -> None:
+        """Hold ``parts`` (a pyzmq ``SNDMORE`` send) for the next send without SNDMORE.
+
+        The type's send check runs now on what is held (a REQ out of turn, a draft type's
+        second part are refused at once, as libzmq refuses them at that part). Holding
+        sets ``_send_unchecked`` False and ``_send_check`` to :meth:`_join_held`: every plain
+        send path already calls ``_send_check`` when ``_send_unchecked`` is False, so the
+        held parts join the next message there, and a socket that never holds parts pays
+        nothing for it (``try_send_prepared`` and ``try_send_part`` decline meanwhile, and
+        their callers' ``send_prepared`` joins them)."""
+        held = parts if self._more is None else self._more + parts
+        strategy = self._strategy
+        if strategy.send_check:
+            strategy.check_send(held)
+        self._more = held
+        self._send_unchecked = False
+        self._send_check = self._join_held
+
+    def _join_held(self, message: Message) -> None:
+        """Put the held ``SNDMORE`` parts in front of ``message`` (in place: a send path's
+        list), run the type's send check on the whole, and end the holding."""
+        held, self._more = self._more, None
+        strategy = self._strategy
+        self._send_check = strategy.check_send
+        self._send_unchecked = not strategy.send_check
+        if held is not None:
+            message[:0] = held
+        if strategy.send_check:
+            strategy.check_send(message)
+
     async def _send_blocking(self, message: Message) -> None:
         """Wait for a peer with room, up to ``send_timeout``."""
         strategy = self._strategy
@@ -645,8 +748,15 @@ class Socket(SocketTypeMethods, AsyncSerializers):
                 if strategy.try_send(message):
                     return
 
-    async def recv(self) -> bytes:
-        """Receive a message and return its only part (raises if it has several)."""
+    async def recv(self, flags: int | None = None, copy: bool = True, track: bool = False) -> bytes:
+        """Receive a message and return its only part (raises if it has several).
+
+        ``flags``, ``copy`` and ``track`` are pyzmq's, for ported code (docs/from-pyzmq.md):
+        ``zmtp.NOBLOCK`` raises TimedOut at once if no message is waiting. ``copy`` and
+        ``track`` change nothing: the message is ``bytes`` either way, never a ``zmq.Frame``.
+        """
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            await self._recv_ready(flags)
         if self._runs:
             # The receive run (RoutingStrategy.recv_runs): while one peer alone has messages
             # waiting, the next of them in one C call (an inbox pop), without the fair
@@ -679,11 +789,16 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             )
         return message[0]
 
-    async def recv_multipart(self) -> list[bytes]:
+    async def recv_multipart(
+        self, flags: int | None = None, copy: bool = True, track: bool = False
+    ) -> list[bytes]:
         """Receive the next message as a list of parts.
 
         Raises TimeoutError after ``recv_timeout``. A cancelled ``recv`` never loses a message.
+        ``flags``, ``copy`` and ``track`` are pyzmq's, as for :meth:`recv`.
         """
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            await self._recv_ready(flags)
         if self._runs:  # as in recv
             message = next(self._strategy.run, None)
             if message is None:
@@ -747,6 +862,32 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             return message
         self._run_budget = budget - 1 - strategy.run_length
         return message
+
+    async def _recv_ready(self, flags: int) -> None:
+        """A receive with pyzmq's ``flags`` given: with ``NOBLOCK``, return once a
+        message is set aside for the receive that called this (which then returns it at
+        once), or raise what that receive would raise now, or TimedOut (zmtp's
+        ``zmq.Again``) if nothing is waiting, after one scheduler pass (a loop polling with
+        NOBLOCK lets the connections run)."""
+        check_recv_flags(flags)
+        if not flags or self.readable():
+            return
+        if self._core.closed:
+            raise SocketClosed(CLOSED)
+        if not self._entered:
+            raise SocketClosed(NEVER_OPENED)
+        strategy = self._strategy
+        strategy.check_recv()
+        message = strategy.try_recv()  # raises the type's refusal (a REQ with no request out)
+        if message is not None:
+            self._held = message
+            return
+        await checkpoint()
+        if not self.readable():
+            raise TimedOut(
+                "recv would block (NOBLOCK): no message is waiting; retry later, or receive "
+                "without NOBLOCK (recv_timeout bounds the wait)"
+            )
 
     async def _recv_checkpoint(self) -> None:
         """The recv cadence's rare step, every 64th receive call, before it takes anything:

@@ -81,7 +81,14 @@ from .poller import POLLIN, POLLOUT, Registrations
 from .poller import Poller as AsyncPoller
 from .protocol.errors import InvalidArgument, TimedOut
 from .protocol.sockettypes import SocketType
-from .pyzmq_hints import install_pyzmq_hints
+from .pyzmq_hints import (
+    NOBLOCK,
+    SNDMORE,
+    check_recv_flags,
+    check_send_flags,
+    install_pyzmq_hints,
+)
+from .routing.base import RoutingStrategy
 from .serialize import SyncSerializers
 from .socket import Socket as AsyncSocket
 from .socket import as_message
@@ -157,10 +164,49 @@ atexit.register(_OPEN.shutdown)
 class _Core:
     """The loop-thread side of one blocking socket: the async socket, its owner task, the send
     pump and the receive buffer. The face (:class:`Socket`) holds this; nothing here holds the
-    face, so a face nobody references can be collected (and closes its socket)."""
+    face, so a face nobody references can be collected (and closes its socket).
+
+    Slotted: the direct send (:func:`_send_now`) reads ``engine``, ``strategy``,
+    ``send_unchecked`` and ``send_check`` per message, and CPython 3.11 specialises a slot's
+    read, not a class attribute's through an instance (the routing strategy's
+    ``send_check``), nor a property's (the async socket's ``engine`` and ``closed``): the
+    async socket's plain send paths read their send check from a slot for the same reason
+    (docs/performance.md)."""
+
+    __slots__ = (
+        "close_requested",
+        "closed",
+        "drained",
+        "engine",
+        "inbox",
+        "linger",
+        "linger_given",
+        "more",
+        "outq",
+        "owner",
+        "pump_idle",
+        "pump_task",
+        "pump_wake",
+        "send_check",
+        "send_error",
+        "send_unchecked",
+        "sock",
+        "space",
+        "strategy",
+    )
 
     def __init__(self, sock: AsyncSocket) -> None:
         self.sock = sock
+        self.engine = engine = sock.engine
+        self.strategy: RoutingStrategy = engine.strategy
+        #: Whether direct sends skip the type's ``check_send`` (its class's ``send_check``,
+        #: read once); False too while pyzmq ``SNDMORE`` parts are held (see hold).
+        self.send_unchecked = not self.strategy.send_check
+        #: What a direct send calls when ``send_unchecked`` is False: the type's check, or
+        #: :meth:`join_held` while ``SNDMORE`` parts are held.
+        self.send_check: Callable[[list[bytes]], None] = self.strategy.check_send
+        #: Parts sent with pyzmq's ``SNDMORE``, held for the next send without it.
+        self.more: list[bytes] | None = None
         self.owner: asyncio.Task[None] | None = None
         self.close_requested = asyncio.Event()
         self.closed = asyncio.Event()
@@ -339,6 +385,41 @@ class _Core:
                 return
             append([message] if isinstance(message, bytes) else message)  # a bare one-part
 
+    async def fetch_now(self) -> None:
+        """A ``NOBLOCK`` receive: the waiting message into the face's buffer, or TimedOut
+        (the async socket's NOBLOCK)."""
+        self.inbox.append(await self.sock.recv_multipart(NOBLOCK))
+
+    # pyzmq's SNDMORE
+
+    def hold(self, parts: list[bytes]) -> None:
+        """Hold ``parts`` (a ``SNDMORE`` send) for the next send without SNDMORE, checked now
+        as the async socket checks them (a REQ out of turn is refused at this part).
+
+        Holding makes ``send_unchecked`` False and ``send_check`` :meth:`join_held`, so a
+        direct send (:func:`_send_now`), which calls ``send_check`` then anyway, joins them;
+        the face joins them itself on the paths that do not get there (Socket._send). A
+        socket that never holds parts pays nothing for it."""
+        held = parts if self.more is None else self.more + parts
+        strategy = self.strategy
+        if strategy.send_check:
+            strategy.check_send(held)
+        self.more = held
+        self.send_unchecked = False
+        self.send_check = self.join_held
+
+    def join_held(self, message: list[bytes]) -> None:
+        """Put the held ``SNDMORE`` parts in front of ``message`` (in place), end the
+        holding, and run the type's send check on the whole."""
+        held, self.more = self.more, None
+        strategy = self.strategy
+        self.send_check = strategy.check_send
+        self.send_unchecked = not strategy.send_check
+        if held is not None:
+            message[:0] = held
+        if strategy.send_check:
+            strategy.check_send(message)
+
     async def monitor(self) -> AsyncMonitor:
         return self.sock.monitor()
 
@@ -477,14 +558,75 @@ class Socket(SyncSerializers):
 
     # send
 
-    def send(self, data: bytes | bytearray | memoryview | str) -> None:
-        """Send a single-part message (see :meth:`send_multipart`)."""
+    def send(
+        self,
+        data: bytes | bytearray | memoryview | str,
+        flags: int | None = None,
+        copy: bool = True,
+        track: bool = False,
+    ) -> None:
+        """Send a single-part message (see :meth:`send_multipart`).
+
+        ``flags``, ``copy`` and ``track`` are pyzmq's, as :meth:`zmtp.Socket.send` takes them
+        (docs/from-pyzmq.md): ``zmtp.NOBLOCK`` raises TimedOut at once where the send would
+        wait, ``zmtp.SNDMORE`` holds the part for the next send without it.
+        """
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            self._send_flagged([data] if type(data) is bytes else as_message((data,)), flags)
+            return
         self._send([data] if type(data) is bytes else as_message((data,)))
 
-    def send_multipart(self, parts: Iterable[Any]) -> None:
+    def send_multipart(
+        self, parts: Iterable[Any], flags: int | None = None, copy: bool = True, track: bool = False
+    ) -> None:
         """Send one message. Blocks while the socket cannot take it; raises TimeoutError
-        after ``send_timeout``."""
+        after ``send_timeout``. ``flags``, ``copy`` and ``track`` are pyzmq's, as for
+        :meth:`send`."""
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            self._send_flagged(as_message(parts), flags)
+            return
         self._send(as_message(parts))
+
+    def _send_flagged(self, message: list[bytes], flags: int) -> None:
+        """A send with pyzmq's ``flags``: ``SNDMORE`` holds the parts (_Core.hold);
+        ``NOBLOCK`` sends now or raises TimedOut (zmtp's ``zmq.Again``), with any held
+        parts in front (dropped with the message if it raises, as pyzmq's Again leaves no
+        part behind). A queued type (PUSH, PUB, DEALER...) with sends still buffered
+        buffers a NOBLOCK send behind them while the buffer has room (the order is kept;
+        TimedOut once it is full); with nothing buffered it is sent at once or refused,
+        as pyzmq's."""
+        check_send_flags(flags)
+        if not flags:  # flags=0 spelled out: a plain send
+            self._send(message)
+            return
+        self._check_open()
+        core = self._core
+        if flags & SNDMORE:
+            core.hold(message)
+            if self._queued:
+                self._answering = True  # the next send joins them (see _send)
+            return
+        if core.more is not None:
+            core.join_held(message)
+        if not self._queued:
+            if self._batch == 1 and self.socket_type == "REQ":
+                core.inbox.clear()  # a new request (see _send)
+            self._run(core.sock.send_multipart, message, NOBLOCK)
+            return
+        error = core.send_error
+        if error is not None:
+            core.send_error = None
+            raise error
+        queue = core.outq
+        if not queue and core.pump_idle:
+            self._run(core.sock.send_multipart, message, NOBLOCK)
+        elif len(queue) < SEND_BUFFER:
+            self._send(message)  # behind the buffered sends; there is room: it does not wait
+        else:
+            raise TimedOut(
+                f"send would block (NOBLOCK): the {SEND_BUFFER} sends buffered before it are "
+                "not taken yet; retry later, or send without NOBLOCK"
+            )
 
     def _send(self, message: list[bytes]) -> None:
         if not self._queued:
@@ -493,9 +635,12 @@ class Socket(SyncSerializers):
                 # A new request: a reply still buffered (a recv() that refused a multipart
                 # reply, or was interrupted) answers an earlier one, as in the async REQ.
                 self._core.inbox.clear()
-            _, sent = self._shared.try_now(_send_now, self._core.sock, message)
+            core = self._core
+            _, sent = self._shared.try_now(_send_now, core, message)
             if not sent:  # the loop is busy elsewhere, or the socket must wait for a peer
-                self._run(self._core.sock.send_multipart, message)
+                if core.more is not None:  # _send_now did not run: SNDMORE parts are held
+                    core.join_held(message)
+                self._run(core.sock.send_multipart, message)
             return
         core = self._core
         if self._closed:
@@ -509,9 +654,12 @@ class Socket(SyncSerializers):
             # Ping-pong on a queued type: with nothing queued ahead of it, an answer goes out
             # directly (no pump, no background thread woken, no hand-over for the receive
             # that follows). Only the first send after a receive: a stream stays queued.
+            # Holding SNDMORE parts sets _answering too: they join the message here.
             self._answering = False
+            if core.more is not None:
+                core.join_held(message)
             if not queue and core.pump_idle:
-                _, sent = self._shared.try_now(_send_now, core.sock, message)
+                _, sent = self._shared.try_now(_send_now, core, message)
                 if sent:
                     return
         if len(queue) >= SEND_BUFFER:
@@ -531,8 +679,14 @@ class Socket(SyncSerializers):
 
     # receive
 
-    def recv(self) -> bytes:
-        """Receive a message and return its only part (raises if it has several)."""
+    def recv(self, flags: int | None = None, copy: bool = True, track: bool = False) -> bytes:
+        """Receive a message and return its only part (raises if it has several).
+
+        ``flags``, ``copy`` and ``track`` are pyzmq's, as :meth:`zmtp.Socket.recv` takes them:
+        ``zmtp.NOBLOCK`` raises TimedOut at once if no message is waiting.
+        """
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            self._recv_ready(flags)
         inbox = self._core.inbox
         if inbox and not self._queued:  # the fast path of recv_multipart, inline
             try:
@@ -548,8 +702,13 @@ class Socket(SyncSerializers):
             )
         return message[0]
 
-    def recv_multipart(self) -> list[bytes]:
-        """Receive the next message as a list of parts (TimeoutError after ``recv_timeout``)."""
+    def recv_multipart(
+        self, flags: int | None = None, copy: bool = True, track: bool = False
+    ) -> list[bytes]:
+        """Receive the next message as a list of parts (TimeoutError after ``recv_timeout``).
+        ``flags``, ``copy`` and ``track`` are pyzmq's, as for :meth:`recv`."""
+        if flags is not None:  # pyzmq's flags: looked at only when given
+            self._recv_ready(flags)
         inbox = self._core.inbox
         self._answering = self._queued
         if inbox:
@@ -563,6 +722,23 @@ class Socket(SyncSerializers):
             while not inbox:
                 self._run(self._core.fetch, self._batch)
             return inbox.popleft()
+
+    def _recv_ready(self, flags: int) -> None:
+        """A receive with pyzmq's ``flags``: with ``NOBLOCK``, return once a message is in
+        the buffer (the receive that called this returns it), else raise TimedOut (or what
+        the receive would raise now). Another thread blocked in a receive counts as
+        nothing waiting: a NOBLOCK receive never waits for it."""
+        check_recv_flags(flags)
+        if not flags or self._core.inbox:
+            return
+        self._check_open()
+        if not self._recv_lock.acquire(blocking=False):
+            raise TimedOut("recv would block (NOBLOCK): another thread is receiving")
+        try:
+            if not self._core.inbox:
+                self._run(self._core.fetch_now)
+        finally:
+            self._recv_lock.release()
 
     def readable(self) -> bool:
         """True if a message is waiting (the next receive returns at once)."""
@@ -726,16 +902,19 @@ def steerable_proxy(
     return stats
 
 
-def _send_now(sock: AsyncSocket, message: list[bytes]) -> bool:
+def _send_now(core: _Core, message: list[bytes]) -> bool:
     """A direct send without waiting, holding the loop (SharedLoop.try_now): what the async
     ``send_multipart`` does before it would block. False: it must wait (or raise: the async
-    path says why)."""
-    if sock.closed:
+    path says why).
+
+    Everything it reads per message is a slot of ``core`` (the engine, the strategy, the
+    send check), not the async socket's properties and the strategy class's ``send_check``
+    read through the instance: see _Core."""
+    if core.engine.closed:
         return False
-    strategy = sock.engine.strategy
-    if strategy.send_check:
-        strategy.check_send(message)
-    return strategy.try_send(message)
+    if not core.send_unchecked:
+        core.send_check(message)  # the type's check, or the held SNDMORE parts joined
+    return core.strategy.try_send(message)
 
 
 async def _connect(sock: AsyncSocket, endpoint: str, routing_id: bytes | None) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import zmtp
+from zmtp.pyzmq_hints import check_send_flags
 from zmtp.socket import as_message
 
 from .results import Receipt
@@ -24,7 +25,22 @@ from .runtime import Entry, QoSRuntime
 _new_object = object.__new__
 
 Payload = bytes | bytearray | memoryview | str
-TrackedSend = Callable[[Payload], Coroutine[Any, Any, Receipt]]
+TrackedSend = Callable[[Payload, int | None], Coroutine[Any, Any, Receipt]]
+
+
+def refuse_flags(flags: int, call: str) -> None:
+    """pyzmq's ``flags`` on a QoS socket's own ``send``/``recv`` (a level where it adds QoS
+    work: elsewhere the zmtp socket's own methods take them): 0 is no flags; others are
+    refused, saying what to write instead. A receipt covers one whole message, so
+    ``SNDMORE`` parts cannot be held for it; a non-blocking call is a zero timeout."""
+    check_send_flags(flags)  # an unknown flag, or not an int: the same errors as zmtp's
+    if flags:
+        raise zmtp.UnsupportedOperation(
+            f"a QoS socket's {call}() takes no pyzmq flags ({flags!r}) at QoS "
+            "levels that track messages: for SNDMORE send the parts together with "
+            "send_multipart([...]) (one receipt per message); for NOBLOCK set "
+            "send_timeout=0 or recv_timeout=0 (TimedOut, zmtp's zmq.Again)"
+        )
 
 
 def tracked_send(
@@ -49,9 +65,12 @@ def tracked_send(
     send_prepared = raw.send_prepared
     unregister = runtime.unregister
 
-    async def send(data: Payload) -> Receipt:
+    async def send(data: Payload, flags: int | None = None) -> Receipt:
         """Send one part and return its :class:`~zmtp_qos.Receipt` (str as UTF-8; anything
-        else refused as zmtp refuses it: the digest is over the bytes on the wire)."""
+        else refused as zmtp refuses it: the digest is over the bytes on the wire).
+        pyzmq's ``flags``: see :func:`refuse_flags`."""
+        if flags is not None:  # looked at only when given
+            refuse_flags(flags, "send")
         if type(data) is bytes:
             message = [data]
         else:

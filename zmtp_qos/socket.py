@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 import zmtp
 from zmtp.engine.queue import Message, Received
 from zmtp.errors import CLOSED
+from zmtp.pyzmq_hints import libzmq_socket_type
 from zmtp.routing.req_rep import Rep, Req
 from zmtp.socket import as_message
 from zmtp.timeouts import call_timeout
@@ -35,7 +36,7 @@ from .letters import DeadLetterStream, DeadLetterStreams
 from .reqrep import REQREP_TYPES, ReqRepRuntime
 from .results import DeadLetter, Receipt
 from .runtime import RECEIVING_TYPES, SENDING_TYPES, QoSRuntime
-from .sending import tracked_send
+from .sending import refuse_flags, tracked_send
 from .stats import QoSStats
 from .verdicts import WAKE_OR_FLUSH, VerdictQueue
 
@@ -200,7 +201,10 @@ class Socket:
     ) -> None:
         if qos not in (0, 1, 2, 3):
             raise ValueError(f"QoS level must be 0, 1, 2 or 3, not {qos!r}")
-        kind = str(getattr(socket_type, "value", socket_type)).upper()
+        kind = (
+            libzmq_socket_type(socket_type)
+            or str(getattr(socket_type, "value", socket_type)).upper()
+        )  # zmq.PUSH (libzmq's number) as zmtp.Socket takes it
         if qos and kind in FAN_OUT_TYPES:
             raise ValueError(
                 f"{kind} cannot have QoS {qos}: each subscriber has its own copy, so there is "
@@ -388,11 +392,17 @@ class Socket:
 
     # ------------------------------------------------------------------ send
 
-    async def send(self, data: bytes | bytearray | memoryview | str) -> Receipt | None:
+    async def send(
+        self, data: bytes | bytearray | memoryview | str, flags: int | None = None
+    ) -> Receipt | None:
         """Send one part; see :meth:`send_multipart` (the same types as ``zmtp.Socket.send``)."""
+        if flags is not None:
+            refuse_flags(flags, "send")
         return await self.send_multipart([data])  # a tracked socket binds its own: _delegate
 
-    async def send_multipart(self, parts: Iterable[Any]) -> Receipt | None:
+    async def send_multipart(
+        self, parts: Iterable[Any], flags: int | None = None
+    ) -> Receipt | None:
         """Send a message: its parts as ``zmtp.Socket.send_multipart`` takes them (bytes,
         bytearray, memoryview, or str as UTF-8; anything else is a ``TypeError``, and the
         digest covers the bytes sent). PUSH and SCATTER at QoS >= 1: a
@@ -400,7 +410,13 @@ class Socket:
         level 0, and from REQ and REP at every level: a REQ's acknowledgement is its reply, so
         its request's fate comes from ``recv`` (the reply, or ``NackError`` /
         ``DeadLetterError`` raised), and a REP's reply is not acknowledged at all
-        (docs/qos-protocol.md §5.2)."""
+        (docs/qos-protocol.md §5.2).
+
+        pyzmq's ``flags``: where this method runs (QoS work to do) only 0; a socket whose
+        ``send_multipart`` is zmtp's own (level 0, REQ, REP below level 3) takes them all
+        (docs/from-pyzmq.md)."""
+        if flags is not None:
+            refuse_flags(flags, "send_multipart")
         if self.runtime is None:
             await self.raw.send_multipart(parts)
             return None
@@ -438,22 +454,28 @@ class Socket:
 
     # ------------------------------------------------------------------ receive
 
-    async def recv(self) -> Any:
+    async def recv(self, flags: int | None = None) -> Any:
         """One single-part message (levels 0-2), or a :class:`Handle` at level 3."""
+        if flags is not None:
+            refuse_flags(flags, "recv")
         if self.level == 3 and self.raw.socket_type != "REQ":
             return await self.recv_handle()
         return await self.raw.recv()
 
-    async def recv_multipart(self) -> list[bytes]:
+    async def recv_multipart(self, flags: int | None = None) -> list[bytes]:
         """The next message (levels 0-2, and a REQ at any level: a NACK or a dead letter
         is raised as :class:`~zmtp_qos.NackError` / :class:`~zmtp_qos.DeadLetterError`)."""
+        if flags is not None:
+            refuse_flags(flags, "recv_multipart")
         if self.level == 3 and self.raw.socket_type != "REQ":
             raise zmtp.UnsupportedOperation("at QoS 3 use recv_handle() and give a verdict")
         return await self.raw.recv_multipart()
 
-    async def recv_handle(self) -> Handle:
+    async def recv_handle(self, flags: int | None = None) -> Handle:
         """Level 3: the next message, to be completed or rejected (a REP: answered by
         ``send`` or rejected, see :class:`ReplyHandle`)."""
+        if flags is not None:
+            refuse_flags(flags, "recv_handle")
         if self.level != 3:
             raise zmtp.UnsupportedOperation("recv_handle() is for QoS 3: use recv()")
         if self._reqrep is not None:
@@ -466,8 +488,10 @@ class Socket:
             return handle
         return await self._next_handle()  # not reached: _delegate binds it as recv_handle
 
-    async def _next_handle(self) -> Handle:
+    async def _next_handle(self, flags: int | None = None) -> Handle:
         """The next handle of a level-3 PULL/GATHER (its ``recv`` and ``recv_handle``)."""
+        if flags is not None:  # looked at only when given
+            refuse_flags(flags, "recv")
         handles = self._handles
         try:
             taken = handles.popleft()  # the usual call: one is waiting (a read brings many)
