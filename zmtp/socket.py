@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
+from .cancel_check import CancelCheck, backend_cancel_check
 from .engine.core import SocketCore
 from .engine.queue import Message, Received
 from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, ZMTPError
@@ -230,6 +231,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
     # option_attribute). Slots cost nothing per message, unlike a __setattr__ hook.
     __slots__ = (
         "__weakref__",
+        "_cancel_check",
         "_core",
         "_entered",
         "_group_task",
@@ -260,6 +262,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         #: try_send_prepared, try_send_part) reads it per message, and CPython 3.11
         #: specialises a slot's read, not a class attribute's through an instance.
         self._send_unchecked = not core.strategy.send_check
+        #: The send and recv cadences' cancel check: anyio's until the socket is entered,
+        #: then the running backend's own, looked up once (zmtp/cancel_check.py).
+        self._cancel_check: CancelCheck = checkpoint_if_cancelled
         self._entered = False
         #: The task that holds the socket's task group on asyncio (_GroupTask), if any.
         self._group_task: _GroupTask | None = None
@@ -315,6 +320,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._entered:
             raise UsageError("a socket can be entered only once")
         self._entered = True
+        self._cancel_check = backend_cancel_check()
         host = await _GroupTask.start(self._core)
         if host is not None:  # asyncio: the group in a task of its own (see _GroupTask)
             self._group_task = host
@@ -337,6 +343,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._entered:
             raise UsageError("a socket can be entered only once")
         self._entered = True
+        self._cancel_check = backend_cancel_check()
         self._core.task_group = task_group
 
     async def __aexit__(
@@ -488,13 +495,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if self._seen_yields != cadence.yields:  # the thread yielded: start again
                 self._seen_yields = cadence.yields
                 self._sends = 0
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
             elif sends >= _YIELD_EVERY:
                 self._sends = 0
                 self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
         if strategy.try_send(message):
             return
         await self._send_blocking(message)
@@ -528,13 +535,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if self._seen_yields != cadence.yields:  # the thread yielded: start again
                 self._seen_yields = cadence.yields
                 self._sends = 0
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
             elif sends >= _YIELD_EVERY:
                 self._sends = 0
                 self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
         if strategy.try_send(message):
             return
         await self._send_blocking(message)
@@ -569,13 +576,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if self._seen_yields != cadence.yields:  # the thread yielded: start again
                 self._seen_yields = cadence.yields
                 self._sends = 0
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
             elif sends >= _YIELD_EVERY:
                 self._sends = 0
                 self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
         if strategy.try_send(message):
             return
         await self._send_blocking(message)
@@ -686,7 +693,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             self._ops = 0
             await checkpoint()
         else:
-            await checkpoint_if_cancelled()
+            await self._cancel_check()
 
     async def _recv_blocking(self) -> Received:
         """Wait for a message, up to ``recv_timeout``: by a lent read of the only peer's
