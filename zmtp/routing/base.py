@@ -275,8 +275,12 @@ class LoadBalancer:
             if len(items) >= outbox.capacity:
                 return False
             if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
-                items.append(parts)
-                if len(items) == 1:
+                # The empty -> non-empty edge read before the append, as the deque's truth
+                # (no len call and compare after it); ``on_data`` still runs after the append.
+                if items:
+                    items.append(parts)
+                else:
+                    items.append(parts)
                     outbox.on_data()
             else:
                 pipe.send(parts)
