@@ -10,6 +10,8 @@ instructions per message barely moves. Patterns:
   ``[identity, payload]``; the DEALER says hello first so that the ROUTER knows its id.
 * ``dealer``: a zmtp DEALER sends ``payload`` to a pyzmq ROUTER process (the reference the
   ROUTER's send path is compared with).
+* ``push``: a zmtp PUSH sends ``payload`` to a pyzmq PULL process: issue 15's PUSH -> PULL
+  throughput pair (``bench_throughput.py``), sender side only.
 * ``inproc``: zmtp PUSH -> PULL over inproc in the one traced process, a sender task beside
   the receiving loop (``bench_throughput.py --inproc``): both ends are counted.
 
@@ -19,11 +21,12 @@ message with start-up, imports and handshakes cancelled out. Trees are checkouts
 between cycles.
 
     .venv/bin/python benchmarks/callgrind_sender.py --pattern router --cycles 2 /tmp/before .
+    .venv/bin/python benchmarks/callgrind_sender.py --pattern push --backend trio /tmp/before .
     .venv/bin/python benchmarks/callgrind_sender.py --pattern inproc --backend trio /tmp/before .
 
 Over tcp the count varies a little with how many messages the connection's writer finds
 queued when it wakes (timing); inproc runs in one event loop and barely varies (trio's random
-task order aside). Needs valgrind, and pyzmq for ``router`` and ``dealer``.
+task order aside). Needs valgrind, and pyzmq for ``router``, ``dealer`` and ``push``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from _callgrind import harness_parser, measure, print_table
 
 HERE = Path(__file__).resolve()
 PEER_ID = b"callgrind-dealer"
-PATTERNS = ("router", "dealer", "inproc")
+PATTERNS = ("router", "dealer", "push", "inproc")
 
 # --------------------------------------------------------------------------- pyzmq peers
 
@@ -79,6 +82,23 @@ def _pyzmq_router(total: int, conn: Any) -> None:
     ctx.term()
 
 
+def _pyzmq_pull(total: int, conn: Any) -> None:
+    """The ``push`` pattern's peer: a bound PULL that counts ``total`` messages."""
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PULL)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+    conn.send(f"tcp://127.0.0.1:{port}")
+    for _ in range(total):
+        sock.recv()
+    conn.send("done")
+    sock.close(linger=0)
+    ctx.term()
+
+
+PEERS = {"router": _pyzmq_dealer, "dealer": _pyzmq_router, "push": _pyzmq_pull}
+
 # --------------------------------------------------------------------------- the measured run
 
 
@@ -98,8 +118,7 @@ async def _send_over_tcp(args: argparse.Namespace) -> None:
 
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    peer = _pyzmq_dealer if args.pattern == "router" else _pyzmq_router
-    proc = ctx.Process(target=peer, args=(args.messages, child))
+    proc = ctx.Process(target=PEERS[args.pattern], args=(args.messages, child))
     proc.start()
     endpoint = parent.recv()
     payload = os.urandom(args.size)
@@ -114,9 +133,10 @@ async def _send_over_tcp(args: argparse.Namespace) -> None:
                 await send_multipart(message)
             await _wait_done(parent)
     else:
-        async with zmtp.Socket(zmtp.DEALER, linger=5.0) as dealer:
-            await dealer.connect(endpoint)
-            send = dealer.send
+        kind = zmtp.DEALER if args.pattern == "dealer" else zmtp.PUSH
+        async with zmtp.Socket(kind, linger=5.0) as sender:
+            await sender.connect(endpoint)
+            send = sender.send
             for _ in range(args.messages):
                 await send(payload)
             await _wait_done(parent)
@@ -169,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     what = {
         "router": "zmtp ROUTER -> pyzmq DEALER, sender",
         "dealer": "zmtp DEALER -> pyzmq ROUTER, sender",
+        "push": "zmtp PUSH -> pyzmq PULL, sender",
         "inproc": "zmtp inproc PUSH -> PULL, one process (both ends)",
     }[args.pattern]
     print(

@@ -70,9 +70,9 @@ def test_callgrind_receiver_child_receives_everything(
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@pytest.mark.parametrize("pattern", ["router", "dealer", "inproc"])
+@pytest.mark.parametrize("pattern", ["router", "dealer", "push", "inproc"])
 def test_callgrind_sender_child_sends_everything(backend: str, pattern: str) -> None:
-    """benchmarks/callgrind_sender.py's measured program: a zmtp ROUTER or DEALER sending to
+    """benchmarks/callgrind_sender.py's measured program: a zmtp ROUTER, DEALER or PUSH sending to
     a pyzmq peer process, which reports once it has every message, or inproc PUSH -> PULL in
     one process, which receives every message."""
     script = str(BENCHMARKS / "callgrind_sender.py")

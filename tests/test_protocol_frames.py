@@ -106,6 +106,27 @@ def test_encode_messages_is_the_concatenation_of_encode_message() -> None:
     assert encode_messages(batch) == b"".join(encode_message(m) for m in batch)
 
 
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [[b"p" * 64]] * 300,  # the one-size fast path
+        [[b"q" * 255], [b"r" * 255]],  # the largest short size
+        [[b"s" * 256], [b"t" * 256]],  # long frames: the loop
+        [[b""], [b""], [b""]],  # empty bodies
+        [[b"a" * 64], [b"b" * 63], [b"c" * 64]],  # same first and last size, one differs
+        [[b"a" * 8], [b"b", b"c" * 8], [b"d" * 8]],  # a two-part message inside
+        [[b"a" * 8], [b"b" * 8], [b"c" * 9]],  # last size differs
+        [(b"a" * 8,), (bytearray(b"b" * 8),), (memoryview(b"c" * 8),)],  # other sequences
+    ],
+)
+def test_encode_messages_batches_match_one_message_at_a_time(
+    batch: list[list[bytes]],
+) -> None:
+    """Every shape of batch, the one-size fast path's and its near misses, encodes as its
+    messages one at a time would (the fast path joins one header over the bodies)."""
+    assert encode_messages(batch) == b"".join(encode_message(m) for m in batch)
+
+
 def test_encode_command_layout() -> None:
     assert encode_command(b"PING", b"\x00\x00") == b"\x04\x07\x04PING\x00\x00"
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
+from .cancel_check import CancelCheck, backend_cancel_check
 from .engine.core import SocketCore
 from .engine.queue import Message, Received
 from .errors import CLOSED, NEVER_OPENED, BindError, SocketClosed, TimedOut, ZMTPError
@@ -52,8 +53,10 @@ if TYPE_CHECKING:  # only the type: the authenticator module imports the CURVE c
 #: Fast-path sends of one socket between two scheduler yields of its thread (_SendCadence).
 _YIELD_EVERY = 256
 #: The fast path checks for a pending cancel once every 16 calls: ``checkpoint_if_cancelled``
-#: costs ~0.6-1 us on asyncio, as much as the whole rest of a send. A cancel is therefore seen
-#: within 16 messages, and no message is ever lost to it (see docs/performance.md).
+#: costs ~0.6-1 us on asyncio, as much as the whole rest of a send (the backend's own, which
+#: the socket awaits, ~0.55 us; anyio's look-up of the backend was the rest: see
+#: zmtp/cancel_check.py). A cancel is therefore seen within 16 messages, and no message is
+#: ever lost to it (see docs/performance.md).
 _CANCEL_CHECK_MASK = 15
 #: ``recv``'s own cadence, wider than ``send``'s: from a non-empty inbox a receive costs
 #: ~0.3 us, and at send's cadence the cancel check and the yield (a whole event-loop pass) cost
@@ -239,6 +242,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
     # option_attribute). Slots cost nothing per message, unlike a __setattr__ hook.
     __slots__ = (
         "__weakref__",
+        "_cancel_check",
         "_core",
         "_entered",
         "_group_task",
@@ -284,6 +288,9 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         self._send_check: Callable[[Message], None] = core.strategy.check_send
         #: Parts sent with pyzmq's ``SNDMORE``, held for the next send without it.
         self._more: Message | None = None
+        #: The send and recv cadences' cancel check: anyio's until the socket is entered,
+        #: then the running backend's own, looked up once (zmtp/cancel_check.py).
+        self._cancel_check: CancelCheck = checkpoint_if_cancelled
         self._entered = False
         #: The task that holds the socket's task group on asyncio (_GroupTask), if any.
         self._group_task: _GroupTask | None = None
@@ -345,6 +352,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._entered:
             raise UsageError("a socket can be entered only once")
         self._entered = True
+        self._cancel_check = backend_cancel_check()
         host = await _GroupTask.start(self._core)
         if host is not None:  # asyncio: the group in a task of its own (see _GroupTask)
             self._group_task = host
@@ -367,6 +375,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
         if self._entered:
             raise UsageError("a socket can be entered only once")
         self._entered = True
+        self._cancel_check = backend_cancel_check()
         self._core.task_group = task_group
 
     async def __aexit__(
@@ -536,13 +545,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if self._seen_yields != cadence.yields:  # the thread yielded: start again
                 self._seen_yields = cadence.yields
                 self._sends = 0
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
             elif sends >= _YIELD_EVERY:
                 self._sends = 0
                 self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
         if strategy.try_send(message):
             return
         await self._send_blocking(message)
@@ -582,13 +591,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if self._seen_yields != cadence.yields:  # the thread yielded: start again
                 self._seen_yields = cadence.yields
                 self._sends = 0
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
             elif sends >= _YIELD_EVERY:
                 self._sends = 0
                 self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
         if strategy.try_send(message):
             return
         await self._send_blocking(message)
@@ -623,13 +632,13 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             if self._seen_yields != cadence.yields:  # the thread yielded: start again
                 self._seen_yields = cadence.yields
                 self._sends = 0
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
             elif sends >= _YIELD_EVERY:
                 self._sends = 0
                 self._seen_yields = cadence.yields = cadence.yields + 1
                 await checkpoint()  # yield; not queued yet, so a cancel here loses nothing
             else:
-                await checkpoint_if_cancelled()
+                await self._cancel_check()
         if strategy.try_send(message):
             return
         await self._send_blocking(message)
@@ -901,7 +910,7 @@ class Socket(SocketTypeMethods, AsyncSerializers):
             self._ops = 0
             await checkpoint()
         else:
-            await checkpoint_if_cancelled()
+            await self._cancel_check()
 
     async def _recv_blocking(self, timed: bool = False) -> Received:
         """Wait for a message, up to ``recv_timeout``: by a lent read of the only peer's

@@ -39,6 +39,7 @@ _SHORT_LAST = tuple(bytes((0, n)) for n in range(256))
 _SHORT_MORE = tuple(bytes((MORE, n)) for n in range(256))
 _LONG_LAST = bytes((LONG,))
 _LONG_MORE = bytes((MORE | LONG,))
+_EMPTY = b""
 
 #: Bodies up to this size are sliced out of the read buffer; larger ones that arrive in pieces
 #: are collected as a list of chunks and joined once (no quadratic buffer growth, and each byte
@@ -121,10 +122,29 @@ def encode_message(parts: Sequence[bytes]) -> bytes:
 
 def encode_messages(messages: Sequence[Sequence[bytes]]) -> bytes:
     """Encode a batch of messages into one buffer, ready for a single write."""
-    if len(messages) == 1:
+    batch = len(messages)
+    if batch > 1:
+        first = messages[0]
+        if len(first) == 1 and len(first[0]) == len(messages[-1][0]) < 256:
+            # A writer's usual batch at a high rate: one-part messages of one short size
+            # (a PUSH's, a DEALER's). Every frame then has the same 2-byte header, so the
+            # batch is that header joined over the bodies (with an empty first item, for the
+            # header before the first body): the per-message work is one unpacking in a
+            # comprehension, one len in C and the join, ~0.45x the loop below's
+            # (docs/performance.md, "A cheaper PUSH sender"). The first and last sizes are
+            # compared first so that a batch of mixed sizes seldom pays for the bodies' list.
+            try:
+                bodies = [body for (body,) in messages]
+            except ValueError:  # a message of several parts: the loop below
+                pass
+            else:
+                if len(set(map(len, bodies))) == 1:
+                    bodies.insert(0, _EMPTY)
+                    return _SHORT_LAST[len(first[0])].join(bodies)
+    elif batch == 1:
         # One message of one or two short parts: a ping-pong's answer (REQ/REP's delimiter
         # and body), framed without the batch's list and join (docs/performance.md, trio
-        # REQ/REP round trip). A batch pays this one length test.
+        # REQ/REP round trip). A batch of one pays the batch > 1 test only.
         parts = messages[0]
         count = len(parts)
         if count == 2:

@@ -354,6 +354,16 @@ class LoadBalancer:
     def __init__(self) -> None:
         self._out: list[Pipe] = []
         self._next = 0
+        #: The only pipe, when there is exactly one and no extension gates sends (the usual
+        #: PUSH or DEALER with one peer), else None: :meth:`lb_send`'s fast path, one read
+        #: where it took the pipe list, its length, the extension and its ``gates_sends``
+        #: per message. Kept by :meth:`lb_attach` and :meth:`lb_detach`, the only changes to
+        #: ``_out``; the extension cannot change under it (``install_extension`` refuses once
+        #: an endpoint exists, every pipe belongs to one, unbind and disconnect end theirs at
+        #: once, and an extension's ``gates_sends`` is fixed when installed).
+        #: Only the pipe is kept: its outbox, HWM and ``send_is_put`` are read per message,
+        #: as before (an inproc link replaces the outbox, ``set`` changes the HWM).
+        self._lone: Pipe | None = None
 
     def attach(self, pipe: Pipe) -> str | None:
         """Strategy hook: a plain load-balancing type routes to every attached pipe."""
@@ -365,6 +375,7 @@ class LoadBalancer:
 
     def lb_attach(self, pipe: Pipe) -> None:
         self._out.append(pipe)
+        self._lone = self._lone_pipe()
 
     def lb_detach(self, pipe: Pipe) -> None:
         try:
@@ -376,24 +387,36 @@ class LoadBalancer:
             self._next -= 1
         if self._next >= len(self._out):
             self._next = 0
+        self._lone = self._lone_pipe()
+
+    def _lone_pipe(self) -> Pipe | None:
+        """What ``_lone`` is for the pipes attached now (see ``__init__``)."""
+        ext = self.socket.extension
+        if len(self._out) == 1 and (ext is None or not ext.gates_sends):
+            return self._out[0]
+        return None
 
     def lb_send(self, parts: Message) -> bool:
-        pipes = self._out
-        n = len(pipes)
-        ext = self.socket.extension
-        if n == 1 and (ext is None or not ext.gates_sends):
-            pipe = pipes[0]
+        pipe = self._lone
+        if pipe is not None:  # one pipe, no gating extension (``_lone``): no rotation
             outbox = pipe.outbox
             items = outbox.items
             if len(items) >= outbox.capacity:
                 return False
             if pipe.send_is_put:  # MessageQueue.put inlined (see Pipe.send_is_put)
-                items.append(parts)
-                if len(items) == 1:
+                # The empty -> non-empty edge read before the append, as the deque's truth
+                # (no len call and compare after it); ``on_data`` still runs after the append.
+                if items:
+                    items.append(parts)
+                else:
+                    items.append(parts)
                     outbox.on_data()
             else:
                 pipe.send(parts)
             return True
+        pipes = self._out
+        n = len(pipes)
+        ext = self.socket.extension
         start = self._next
         for i in range(n):
             index = (start + i) % n

@@ -39,13 +39,14 @@ class RoundRobin(LoadBalancer):
 
     def rr_send(self, parts: Message) -> Pipe | None:
         """Queue ``parts`` on the next pipe with room; that pipe, or None if all are full."""
+        lone = self._lone
+        if lone is not None:
+            # One peer, a REQ's usual case: lb_send's single-peer path (no rotation: ``_next``
+            # is 0 already, lb_detach keeps it below ``n``).
+            return lone if self.lb_send(parts) else None
         pipes = self._out
         n = len(pipes)
         ext = self.socket.extension
-        if n == 1 and (ext is None or not ext.gates_sends):
-            # One peer, a REQ's usual case: lb_send's single-peer path (no rotation: ``_next``
-            # is 0 already, lb_detach keeps it below ``n``).
-            return pipes[0] if self.lb_send(parts) else None
         start = self._next
         for i in range(n):
             index = (start + i) % n
