@@ -9,6 +9,8 @@ message aside, and no runs at all under an extension.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -226,7 +228,42 @@ def test_runs_hand_out_what_fq_recv_alone_would(seed: int) -> None:
     import random
 
     rng = random.Random(seed)
-    pipes = rng.randint(1, 4)
+    _check_runs_against_fq_recv(rng, rng.randint(1, 4))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_partial_rounds_hand_out_what_fq_recv_alone_would(seed: int) -> None:
+    """The same with more ready pipes than a run's limit (the many-peers case: a run is
+    then a part of one round, one message from each of a prefix of the ready pipes)."""
+    import random
+
+    rng = random.Random(1000 + seed)
+    _check_runs_against_fq_recv(rng, rng.randint(5, 24))
+
+
+def test_a_part_of_a_round_stops_at_the_first_pipe_that_cannot_give_one_more() -> None:
+    """Five pipes, limit 4: the run after ``fq_recv``'s message is one message from each of
+    the next pipes in round-robin order, cut before a pipe at its HWM edge (``fq_recv``
+    wakes its reader) or holding its last message; ending it early turns the round-robin
+    by what it handed out."""
+    model = _Model(5, 3)
+    for index, count in enumerate([3, 4, 4, 3, 4]):
+        model.put(index, [b"%d.%d" % (index, i) for i in range(count)])
+    fq = model.fq
+    assert fq.fq_take_run(4) == b"0.0"  # 3 -> 2: the edge, in fq_recv
+    assert fq.run_length == 2  # pipes 1 and 2; pipe 3 is at its HWM edge (3 == capacity)
+    assert next(fq.run) == b"1.0"
+    fq.fq_end_run()  # one of two handed out: pipe 2 is next
+    assert fq.fq_recv() == b"2.0"
+    assert fq.fq_recv() == b"3.0" and not model.stuck()
+    assert fq.fq_take_run(64) == b"4.0"
+    assert fq.run_length == 0  # pipe 0 alone (pipe 1 is at its edge): no run for one
+    expected = [b"%d.1" % i for i in range(5)] + [b"%d.2" % i for i in range(5)]
+    assert _drain(fq, 64) == [*expected, b"1.3", b"2.3", b"4.3"]
+    assert not model.stuck() and fq.fq_recv() is None
+
+
+def _check_runs_against_fq_recv(rng: Any, pipes: int) -> None:
     capacity = rng.choice([1, 2, 5, 40, float("inf")])
     runs, plain = _Model(pipes, capacity), _Model(pipes, capacity)
     got_runs: list[Received] = []
@@ -256,7 +293,7 @@ def test_runs_hand_out_what_fq_recv_alone_would(seed: int) -> None:
                     assert not runs.stuck()  # every run before this one is over
                 got_plain.append(expected)  # type: ignore[arg-type]
                 got_runs.append(message)  # type: ignore[arg-type]
-                assert message == expected, (seed, len(got_plain))
+                assert message == expected, len(got_plain)
     assert got_runs == got_plain
 
 

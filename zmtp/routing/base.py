@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from itertools import islice, repeat
 from operator import length_hint
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -245,11 +245,15 @@ class FairQueue:
             return
         self._run_inboxes = []
         taken = self.run_length - length_hint(self._run_source)
+        ready = self._ready
+        # ``_ready`` is as the run found it (anything that changes it ends the run first); a
+        # run of whole rounds holds every ready pipe, a part of a round a prefix of them.
+        turn = taken % len(ready)
+        if turn:
+            ready.rotate(-turn)  # where fq_recv's rotations would have left it
         pipes = len(inboxes)
-        if pipes > 1:
-            turn = taken % pipes
-            if turn:
-                self._ready.rotate(-turn)  # where fq_recv's rotations would have left it
+        if taken < pipes:
+            inboxes = inboxes[:taken]  # the ones after got nothing: their edges are as they were
         most = -(-taken // pipes)  # the most the run took from any one inbox
         for inbox in inboxes:
             left = len(inbox.items)
@@ -299,6 +303,27 @@ class FairQueue:
                 self._run_inboxes = inboxes
                 self.run = map(_popleft, queues)
                 self.run_length = rounds * pipes
+                return message
+        if pipes > 1:
+            # Not one whole round (more ready pipes than the limit, the many-peers case, or a
+            # pipe that cannot give one more): a part of one, the ready pipes in their order
+            # up to the first that cannot give one message more under the same cuts (its
+            # last, or its HWM edge: ``left == capacity``), one message each.
+            inboxes = []
+            add = inboxes.append
+            for pipe in islice(ready, limit - 1):
+                inbox = pipe.inbox
+                left = len(inbox.items)
+                if left < 2 or left == inbox.capacity:
+                    break
+                add(inbox)
+            count = len(inboxes)
+            if count > 1:  # (one alone saves nothing over the next fq_recv)
+                queues = iter([inbox.items for inbox in inboxes])
+                self._run_source = queues
+                self._run_inboxes = inboxes
+                self.run = map(_popleft, queues)
+                self.run_length = count
                 return message
         self.run_length = 0
         return message
