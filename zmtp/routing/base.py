@@ -200,8 +200,10 @@ class FairQueue:
     Receive runs (:meth:`fq_take_run`, for ``zmtp.Socket``'s receive fast path): ``run`` is
     an iterator whose every ``next`` pops the next message in C, with none of ``fq_recv``'s
     bookkeeping, because the run is cut so that none is needed. It takes whole rounds over
-    the ready pipes, in their round-robin order (one pipe alone: that pipe's messages), so
-    the order is ``fq_recv``'s; it never takes a pipe's last message (``fq_recv`` takes that
+    the ready pipes, in their round-robin order (one pipe alone: that pipe's messages), or,
+    where not one whole round fits (more ready pipes than the run's limit: many busy peers),
+    one message from each of the first ready pipes, so the order is ``fq_recv``'s; it never
+    takes a pipe's last message (``fq_recv`` takes that
     one and drops the pipe from ``_ready``) nor, as the inbox is when the run starts, the
     message that takes it from full to not full (``fq_recv`` takes that one too and wakes the
     producer). The messages stay in their inboxes until handed out, so the HWM bound, the
