@@ -9,6 +9,7 @@ message aside, and no runs at all under an extension.
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -297,11 +298,12 @@ def _check_runs_against_fq_recv(rng: Any, pipes: int) -> None:
     assert got_runs == got_plain
 
 
-@pytest.mark.parametrize("peers", [1, 3])
+@pytest.mark.parametrize("peers", [1, 3, 80])
 async def test_inproc_senders_blocked_at_the_hwm_during_runs_are_woken(peers: int) -> None:
     """Senders that fill the receiver's queue while its runs are under way (the receiver
-    yields between receives) and wait for room are woken: every message arrives."""
-    total = 3000
+    yields between receives) and wait for room are woken: every message arrives (80 peers:
+    more ready pipes than a run's limit, so runs are parts of one round)."""
+    total = 3000 if peers < 10 else 150
     async with zmtp.Socket(zmtp.PULL, recv_hwm=20) as pull:
         await pull.bind(f"inproc://recv-runs-blocked-{peers}")
         got: list[bytes] = []
@@ -323,6 +325,37 @@ async def test_inproc_senders_blocked_at_the_hwm_during_runs_are_woken(peers: in
         for index in range(peers):
             mine = [m for m in got if m.startswith(b"%d:" % index)]
             assert mine == [b"%d:%d" % (index, i) for i in range(total)]
+
+
+async def test_pull_with_more_ready_peers_than_a_run_takes_them_in_turn() -> None:
+    """80 peers with messages queued (more than a run's limit of 64): every round of 80
+    receives holds one message of each peer, in the round-robin order, each peer's in its
+    own order, as ``fq_recv`` alone hands them out."""
+    peers, each = 80, 4
+    async with zmtp.Socket(zmtp.PULL, recv_hwm=0) as pull:
+        await pull.bind("inproc://recv-runs-many")
+        async with AsyncExitStack() as stack:
+            for index in range(peers):
+                push = await stack.enter_async_context(zmtp.Socket(zmtp.PUSH, send_hwm=0, linger=0))
+                await push.connect("inproc://recv-runs-many")
+                with anyio.fail_after(TIMEOUT):
+                    for i in range(each):
+                        await push.send(b"%d:%d" % (index, i))
+            with anyio.fail_after(TIMEOUT):
+                got = [await pull.recv()]
+                assert pull.engine.strategy.run_length == 63  # a part of one round
+                got += [await pull.recv() for _ in range(peers * each - 1)]
+    assert pull_runs_seen(got, peers, each)
+
+
+def pull_runs_seen(got: list[bytes], peers: int, each: int) -> bool:
+    """Whether ``got`` is ``each`` rounds of every peer once, each in the first round's
+    order, every peer's messages in order."""
+    first = [m.split(b":")[0] for m in got[:peers]]
+    assert sorted(first) == sorted(b"%d" % i for i in range(peers))
+    for turn in range(each):
+        assert got[turn * peers : (turn + 1) * peers] == [b"%s:%d" % (f, turn) for f in first]
+    return True
 
 
 @pytest.mark.parametrize("topics", [(b"a",), (b"a", b"bc")])
