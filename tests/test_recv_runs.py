@@ -343,7 +343,7 @@ async def test_pull_with_more_ready_peers_than_a_run_takes_them_in_turn() -> Non
                         await push.send(b"%d:%d" % (index, i))
             with anyio.fail_after(TIMEOUT):
                 got = [await pull.recv()]
-                assert pull.engine.strategy.run_length == 63  # a part of one round
+                assert pull.engine.strategy.run_length > 1  # a part of one round
                 got += [await pull.recv() for _ in range(peers * each - 1)]
     assert pull_runs_seen(got, peers, each)
 
