@@ -250,9 +250,10 @@ class FairQueue:
         ready = self._ready
         # ``_ready`` is as the run found it (anything that changes it ends the run first); a
         # run of whole rounds holds every ready pipe, a part of a round a prefix of them.
-        turn = taken % len(ready)
-        if turn:
-            ready.rotate(-turn)  # where fq_recv's rotations would have left it
+        if len(ready) > 1:
+            turn = taken % len(ready)
+            if turn:
+                ready.rotate(-turn)  # where fq_recv's rotations would have left it
         pipes = len(inboxes)
         if taken < pipes:
             inboxes = inboxes[:taken]  # the ones after got nothing: their edges are as they were
