@@ -9,6 +9,9 @@ message aside, and no runs at all under an extension.
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+from typing import Any
+
 import anyio
 import pytest
 
@@ -226,7 +229,42 @@ def test_runs_hand_out_what_fq_recv_alone_would(seed: int) -> None:
     import random
 
     rng = random.Random(seed)
-    pipes = rng.randint(1, 4)
+    _check_runs_against_fq_recv(rng, rng.randint(1, 4))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_partial_rounds_hand_out_what_fq_recv_alone_would(seed: int) -> None:
+    """The same with more ready pipes than a run's limit (the many-peers case: a run is
+    then a part of one round, one message from each of a prefix of the ready pipes)."""
+    import random
+
+    rng = random.Random(1000 + seed)
+    _check_runs_against_fq_recv(rng, rng.randint(5, 24))
+
+
+def test_a_part_of_a_round_stops_at_the_first_pipe_that_cannot_give_one_more() -> None:
+    """Five pipes, limit 4: the run after ``fq_recv``'s message is one message from each of
+    the next pipes in round-robin order, cut before a pipe at its HWM edge (``fq_recv``
+    wakes its reader) or holding its last message; ending it early turns the round-robin
+    by what it handed out."""
+    model = _Model(5, 3)
+    for index, count in enumerate([3, 4, 4, 3, 4]):
+        model.put(index, [b"%d.%d" % (index, i) for i in range(count)])
+    fq = model.fq
+    assert fq.fq_take_run(4) == b"0.0"  # 3 -> 2: the edge, in fq_recv
+    assert fq.run_length == 2  # pipes 1 and 2; pipe 3 is at its HWM edge (3 == capacity)
+    assert next(fq.run) == b"1.0"
+    fq.fq_end_run()  # one of two handed out: pipe 2 is next
+    assert fq.fq_recv() == b"2.0"
+    assert fq.fq_recv() == b"3.0" and not model.stuck()
+    assert fq.fq_take_run(64) == b"4.0"
+    assert fq.run_length == 0  # pipe 0 alone (pipe 1 is at its edge): no run for one
+    expected = [b"%d.1" % i for i in range(5)] + [b"%d.2" % i for i in range(5)]
+    assert _drain(fq, 64) == [*expected, b"1.3", b"2.3", b"4.3"]
+    assert not model.stuck() and fq.fq_recv() is None
+
+
+def _check_runs_against_fq_recv(rng: Any, pipes: int) -> None:
     capacity = rng.choice([1, 2, 5, 40, float("inf")])
     runs, plain = _Model(pipes, capacity), _Model(pipes, capacity)
     got_runs: list[Received] = []
@@ -256,15 +294,16 @@ def test_runs_hand_out_what_fq_recv_alone_would(seed: int) -> None:
                     assert not runs.stuck()  # every run before this one is over
                 got_plain.append(expected)  # type: ignore[arg-type]
                 got_runs.append(message)  # type: ignore[arg-type]
-                assert message == expected, (seed, len(got_plain))
+                assert message == expected, len(got_plain)
     assert got_runs == got_plain
 
 
-@pytest.mark.parametrize("peers", [1, 3])
+@pytest.mark.parametrize("peers", [1, 3, 80])
 async def test_inproc_senders_blocked_at_the_hwm_during_runs_are_woken(peers: int) -> None:
     """Senders that fill the receiver's queue while its runs are under way (the receiver
-    yields between receives) and wait for room are woken: every message arrives."""
-    total = 3000
+    yields between receives) and wait for room are woken: every message arrives (80 peers:
+    more ready pipes than a run's limit, so runs are parts of one round)."""
+    total = 3000 if peers < 10 else 150
     async with zmtp.Socket(zmtp.PULL, recv_hwm=20) as pull:
         await pull.bind(f"inproc://recv-runs-blocked-{peers}")
         got: list[bytes] = []
@@ -286,6 +325,37 @@ async def test_inproc_senders_blocked_at_the_hwm_during_runs_are_woken(peers: in
         for index in range(peers):
             mine = [m for m in got if m.startswith(b"%d:" % index)]
             assert mine == [b"%d:%d" % (index, i) for i in range(total)]
+
+
+async def test_pull_with_more_ready_peers_than_a_run_takes_them_in_turn() -> None:
+    """80 peers with messages queued (more than a run's limit of 64): every round of 80
+    receives holds one message of each peer, in the round-robin order, each peer's in its
+    own order, as ``fq_recv`` alone hands them out."""
+    peers, each = 80, 4
+    async with zmtp.Socket(zmtp.PULL, recv_hwm=0) as pull:
+        await pull.bind("inproc://recv-runs-many")
+        async with AsyncExitStack() as stack:
+            for index in range(peers):
+                push = await stack.enter_async_context(zmtp.Socket(zmtp.PUSH, send_hwm=0, linger=0))
+                await push.connect("inproc://recv-runs-many")
+                with anyio.fail_after(TIMEOUT):
+                    for i in range(each):
+                        await push.send(b"%d:%d" % (index, i))
+            with anyio.fail_after(TIMEOUT):
+                got = [await pull.recv()]
+                assert pull.engine.strategy.run_length > 1  # a part of one round
+                got += [await pull.recv() for _ in range(peers * each - 1)]
+    assert pull_runs_seen(got, peers, each)
+
+
+def pull_runs_seen(got: list[bytes], peers: int, each: int) -> bool:
+    """Whether ``got`` is ``each`` rounds of every peer once, each in the first round's
+    order, every peer's messages in order."""
+    first = [m.split(b":")[0] for m in got[:peers]]
+    assert sorted(first) == sorted(b"%d" % i for i in range(peers))
+    for turn in range(each):
+        assert got[turn * peers : (turn + 1) * peers] == [b"%s:%d" % (f, turn) for f in first]
+    return True
 
 
 @pytest.mark.parametrize("topics", [(b"a",), (b"a", b"bc")])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from itertools import islice, repeat
 from operator import length_hint
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -200,8 +200,10 @@ class FairQueue:
     Receive runs (:meth:`fq_take_run`, for ``zmtp.Socket``'s receive fast path): ``run`` is
     an iterator whose every ``next`` pops the next message in C, with none of ``fq_recv``'s
     bookkeeping, because the run is cut so that none is needed. It takes whole rounds over
-    the ready pipes, in their round-robin order (one pipe alone: that pipe's messages), so
-    the order is ``fq_recv``'s; it never takes a pipe's last message (``fq_recv`` takes that
+    the ready pipes, in their round-robin order (one pipe alone: that pipe's messages), or,
+    where not one whole round fits (more ready pipes than the run's limit: many busy peers),
+    one message from each of the first ready pipes, so the order is ``fq_recv``'s; it never
+    takes a pipe's last message (``fq_recv`` takes that
     one and drops the pipe from ``_ready``) nor, as the inbox is when the run starts, the
     message that takes it from full to not full (``fq_recv`` takes that one too and wakes the
     producer). The messages stay in their inboxes until handed out, so the HWM bound, the
@@ -245,11 +247,16 @@ class FairQueue:
             return
         self._run_inboxes = []
         taken = self.run_length - length_hint(self._run_source)
-        pipes = len(inboxes)
-        if pipes > 1:
-            turn = taken % pipes
+        ready = self._ready
+        # ``_ready`` is as the run found it (anything that changes it ends the run first); a
+        # run of whole rounds holds every ready pipe, a part of a round a prefix of them.
+        if len(ready) > 1:
+            turn = taken % len(ready)
             if turn:
-                self._ready.rotate(-turn)  # where fq_recv's rotations would have left it
+                ready.rotate(-turn)  # where fq_recv's rotations would have left it
+        pipes = len(inboxes)
+        if taken < pipes:
+            inboxes = inboxes[:taken]  # the ones after got nothing: their edges are as they were
         most = -(-taken // pipes)  # the most the run took from any one inbox
         for inbox in inboxes:
             left = len(inbox.items)
@@ -299,6 +306,27 @@ class FairQueue:
                 self._run_inboxes = inboxes
                 self.run = map(_popleft, queues)
                 self.run_length = rounds * pipes
+                return message
+        if pipes > 1:
+            # Not one whole round (more ready pipes than the limit, the many-peers case, or a
+            # pipe that cannot give one more): a part of one, the ready pipes in their order
+            # up to the first that cannot give one message more under the same cuts (its
+            # last, or its HWM edge: ``left == capacity``), one message each.
+            inboxes = []
+            add = inboxes.append
+            for pipe in islice(ready, limit - 1):
+                inbox = pipe.inbox
+                left = len(inbox.items)
+                if left < 2 or left == inbox.capacity:
+                    break
+                add(inbox)
+            count = len(inboxes)
+            if count > 1:  # (one alone saves nothing over the next fq_recv)
+                queues = iter([inbox.items for inbox in inboxes])
+                self._run_source = queues
+                self._run_inboxes = inboxes
+                self.run = map(_popleft, queues)
+                self.run_length = count
                 return message
         self.run_length = 0
         return message
